@@ -1,0 +1,1 @@
+"""`accurate-controller`: keeps the cluster as libaccurate plans it; serves webhooks."""

@@ -1,0 +1,1 @@
+"""The `kubectl accurate` plugin: a thin Click shell around libaccurate."""

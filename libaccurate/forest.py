@@ -1,0 +1,261 @@
+"""The namespace forest: which namespace is whose parent, template, child or instance.
+
+Built from plain Namespace objects, it answers the structural questions that the planner, the
+admission rules and the CLI all ask, and it finds the states that webhooks should have prevented
+(cycles, references to namespaces that do not exist), because the planner must leave such
+namespaces alone rather than act on a broken picture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE, TYPE_ROOT, TYPE_TEMPLATE
+
+Kind = Literal["root", "template", "subnamespace", "instance", "plain"]
+
+
+@dataclass(frozen=True)
+class Node:
+    """One namespace as the forest sees it: its name and the labels that link it."""
+
+    name: str
+    labels: Mapping[str, str]
+    terminating: bool = False
+
+    @property
+    def type(self) -> str | None:
+        return self.labels.get(LABEL_TYPE)
+
+    @property
+    def parent(self) -> str | None:
+        return self.labels.get(LABEL_PARENT) or None
+
+    @property
+    def template(self) -> str | None:
+        return self.labels.get(LABEL_TEMPLATE) or None
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent is None and self.type == TYPE_ROOT
+
+    @property
+    def is_template(self) -> bool:
+        return self.parent is None and self.type == TYPE_TEMPLATE
+
+    @property
+    def source(self) -> str | None:
+        """The namespace that labels and objects flow from: the parent, else the template.
+
+        A sub-namespace may not have a template (admission denies it), so when both labels are
+        present the parent wins, as it does in the Go Accurate.
+        """
+        return self.parent or self.template
+
+    @property
+    def kind(self) -> Kind:
+        """A single word for display; a root that uses a template is still shown as a root."""
+        if self.parent is not None:
+            return "subnamespace"
+        if self.type == TYPE_ROOT:
+            return "root"
+        if self.type == TYPE_TEMPLATE:
+            return "template"
+        if self.template is not None:
+            return "instance"
+        return "plain"
+
+
+def node_from_object(namespace: Mapping[str, Any]) -> Node:
+    """Read the forest's view of a Namespace object (the JSON form the API returns)."""
+    metadata = namespace.get("metadata") or {}
+    terminating = bool(metadata.get("deletionTimestamp")) or (
+        (namespace.get("status") or {}).get("phase") == "Terminating"
+    )
+    return Node(
+        name=metadata["name"],
+        labels=dict(metadata.get("labels") or {}),
+        terminating=terminating,
+    )
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why nothing can flow into a namespace: a cycle, or a link to a missing namespace.
+
+    ``namespaces`` lists the names along the broken chain, starting at the namespace asked
+    about, so that a message can name every namespace an operator has to look at.
+    """
+
+    reason: Literal["Cycle", "MissingReference"]
+    namespaces: tuple[str, ...]
+
+    @property
+    def message(self) -> str:
+        chain = " -> ".join(self.namespaces)
+        if self.reason == "Cycle":
+            return f"parent/template references form a cycle: {chain}"
+        return f"parent/template reference to a namespace that does not exist: {chain}"
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The result of walking parent-or-template links upward from a namespace."""
+
+    names: tuple[str, ...]
+    end: Literal["top", "missing", "cycle"]
+
+
+@dataclass
+class Forest:
+    """An index of namespaces by the links between them; built once per snapshot."""
+
+    nodes: dict[str, Node] = field(default_factory=dict)
+    _children: dict[str, list[str]] = field(default_factory=dict)
+    _instances: dict[str, list[str]] = field(default_factory=dict)
+    _problems: dict[str, Problem | None] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, namespaces: Iterable[Mapping[str, Any] | Node]) -> Forest:
+        """Index Namespace objects (or ready-made nodes) by name, parent and template."""
+        forest = cls()
+        for item in namespaces:
+            node = item if isinstance(item, Node) else node_from_object(item)
+            forest.nodes[node.name] = node
+        for node in sorted(forest.nodes.values(), key=lambda n: n.name):
+            if node.parent is not None:
+                forest._children.setdefault(node.parent, []).append(node.name)
+            elif node.template is not None:
+                forest._instances.setdefault(node.template, []).append(node.name)
+        return forest
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.nodes
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes.values())
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def get(self, name: str) -> Node | None:
+        return self.nodes.get(name)
+
+    def children(self, name: str) -> tuple[str, ...]:
+        """Sub-namespaces whose parent label names ``name``, sorted by name."""
+        return tuple(self._children.get(name, ()))
+
+    def instances(self, name: str) -> tuple[str, ...]:
+        """Non-sub-namespaces whose template label names ``name``, sorted by name."""
+        return tuple(self._instances.get(name, ()))
+
+    def dependents(self, name: str) -> tuple[str, ...]:
+        """Every namespace whose source is ``name``: its children, then its instances."""
+        return self.children(name) + self.instances(name)
+
+    def roots(self) -> tuple[str, ...]:
+        """Namespaces labelled as roots (tops of sub-namespace trees), sorted by name."""
+        return tuple(sorted(n.name for n in self.nodes.values() if n.is_root))
+
+    def templates(self) -> tuple[str, ...]:
+        """Template namespaces that are not instances of another template, sorted by name."""
+        return tuple(
+            sorted(n.name for n in self.nodes.values() if n.is_template and n.template is None)
+        )
+
+    def walk_sources(self, name: str, first: str | None = None) -> Chain:
+        """Follow parent-or-template links upward from ``name``.
+
+        ``first`` replaces the first hop, so that admission can ask "what if this namespace
+        pointed there?" without building a new forest. The walk ends at a namespace with no
+        source (``top``), at a name that does not exist (``missing``, the name is included) or
+        when a name repeats (``cycle``, the repeated name is included once more).
+        """
+        node = self.nodes.get(name)
+        hop = first if first is not None else (node.source if node else None)
+        names = [name]
+        while hop is not None:
+            if hop in names:
+                return Chain((*names, hop), "cycle")
+            names.append(hop)
+            upper = self.nodes.get(hop)
+            if upper is None:
+                return Chain(tuple(names), "missing")
+            hop = upper.source
+        return Chain(tuple(names), "top")
+
+    def problem(self, name: str) -> Problem | None:
+        """Why ``name`` must get nothing propagated, or None when its chain is sound.
+
+        A broken link anywhere above a namespace breaks it too: what it would inherit cannot be
+        known. Results are memoised, so asking about every namespace costs O(n) in all.
+        """
+        if name in self._problems:
+            return self._problems[name]
+        chain = self.walk_sources(name)
+        found: Problem | None = None
+        if chain.end == "cycle":
+            found = Problem("Cycle", chain.names)
+        elif chain.end == "missing":
+            found = Problem("MissingReference", chain.names)
+        self._problems[name] = found
+        return found
+
+    def problems(self) -> dict[str, Problem]:
+        """Every namespace with a broken chain, by name."""
+        found = {}
+        for name in self.nodes:
+            problem = self.problem(name)
+            if problem is not None:
+                found[name] = problem
+        return found
+
+    def ancestors(self, name: str) -> tuple[str, ...]:
+        """Parent, grandparent, ... of a sub-namespace, nearest first; stops before a repeat."""
+        seen = [name]
+        node = self.nodes.get(name)
+        while node is not None and node.parent is not None and node.parent not in seen:
+            seen.append(node.parent)
+            node = self.nodes.get(node.parent)
+        return tuple(seen[1:])
+
+    def root_of(self, name: str) -> str | None:
+        """The root whose tree holds ``name`` (itself if it is a root), or None if not in one."""
+        top = (self.ancestors(name) or (name,))[-1]
+        node = self.nodes.get(top)
+        return top if node is not None and node.is_root else None
+
+    def subtree(self, name: str) -> tuple[str, ...]:
+        """``name`` and all its sub-namespaces, depth first, parents before children."""
+        return self._closure(name, self.children)
+
+    def downstream(self, name: str) -> tuple[str, ...]:
+        """``name`` and every namespace that inherits from it, sources before dependents."""
+        return self._closure(name, self.dependents)
+
+    def _closure(self, name: str, step: Callable[[str], tuple[str, ...]]) -> tuple[str, ...]:
+        order: list[str] = []
+        seen: set[str] = set()
+        stack = [name]
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            order.append(current)
+            stack.extend(reversed(step(current)))
+        return tuple(order)
+
+    def top_down(self) -> tuple[str, ...]:
+        """Every namespace with a sound chain, each after its source; ties by name.
+
+        Walking down from the namespaces without a source reaches exactly the sound ones: a
+        namespace in a cycle or below a missing reference has no path from such a top.
+        """
+        order: list[str] = []
+        for name in sorted(self.nodes):
+            if self.nodes[name].source is None:
+                order.extend(self.downstream(name))
+        return tuple(order)
