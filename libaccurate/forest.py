@@ -190,7 +190,7 @@ class Forest:
         """Why ``name`` must get nothing propagated, or None when its chain is sound.
 
         A broken link anywhere above a namespace breaks it too: what it would inherit cannot be
-        known. Results are memoised, so asking about every namespace costs O(n) in all.
+        known. Each answer costs one walk up the chain, O(depth), and is memoised.
         """
         if name in self._problems:
             return self._problems[name]
