@@ -1,0 +1,151 @@
+"""Namespace metadata inheritance: the labels and annotations the controller keeps on namespaces.
+
+The desired set is computed top-down on the state the cluster will have after this pass, so a
+grandchild gets what its parent is about to get, not what it has now (DESIGN.md 4.2). What the
+controller may remove is read from the server's ownership records: only keys it applied
+itself, so a label set by hand is never taken away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from libaccurate.cloning import annotations_of, labels_of
+from libaccurate.config import Config
+from libaccurate.constants import (
+    CREATED_BY_VALUE,
+    FIELD_MANAGER,
+    LABEL_CREATED_BY,
+    LABEL_PARENT,
+    RESERVED_PREFIX,
+)
+from libaccurate.forest import Forest
+from libaccurate.globs import match_any
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """Labels and annotations of a namespace, or the controller's part of them."""
+
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class OwnedKeys:
+    """The label and annotation keys the controller's server-side applies own."""
+
+    labels: frozenset[str]
+    annotations: frozenset[str]
+
+
+def owned_keys(namespace: Mapping[str, Any]) -> OwnedKeys:
+    """Keys recorded in ``managedFields`` for the controller's Apply operations.
+
+    Only Apply entries count: the server removes omitted keys for those alone, and the Go
+    Accurate records its keys the same way, so a takeover keeps working.
+    """
+    labels: set[str] = set()
+    annotations: set[str] = set()
+    for entry in (namespace.get("metadata") or {}).get("managedFields") or ():
+        if (
+            entry.get("manager") != FIELD_MANAGER
+            or entry.get("operation") != "Apply"
+            or entry.get("subresource")
+        ):
+            continue
+        metadata = (entry.get("fieldsV1") or {}).get("f:metadata") or {}
+        labels.update(_field_keys(metadata.get("f:labels")))
+        annotations.update(_field_keys(metadata.get("f:annotations")))
+    return OwnedKeys(frozenset(labels), frozenset(annotations))
+
+
+def _field_keys(fields: Mapping[str, Any] | None) -> Iterable[str]:
+    return (key[2:] for key in (fields or {}) if key.startswith("f:"))
+
+
+def _pick(values: Mapping[str, str], patterns: tuple[str, ...]) -> dict[str, str]:
+    """Entries whose key matches a pattern; reserved keys never flow (a ``*/*`` would)."""
+    return {
+        key: value
+        for key, value in values.items()
+        if not key.startswith(RESERVED_PREFIX) and match_any(patterns, key)
+    }
+
+
+def _after(current: Mapping[str, str], owned: frozenset[str], desired: Mapping[str, str]) -> dict:
+    """What a map will hold after applying ``desired``: owned keys left out are removed."""
+    kept = {key: value for key, value in current.items() if key in desired or key not in owned}
+    kept.update(desired)
+    return kept
+
+
+def desired_metadata(
+    forest: Forest,
+    namespaces: Mapping[str, Mapping[str, Any]],
+    subnamespaces: Mapping[tuple[str, str], Mapping[str, Any]],
+    config: Config,
+) -> dict[str, Metadata]:
+    """The controller's labels and annotations for every namespace that inherits any.
+
+    ``forest`` describes the namespaces as they will be after this pass (new sub-namespaces
+    included, namespaces about to be deleted marked terminating); ``namespaces`` holds the
+    current objects by name (a namespace still to be created has none); ``subnamespaces`` is
+    keyed by (namespace, name). Namespaces without a sound source, and terminating ones, get
+    no entry: the controller leaves their metadata alone.
+
+    ``parent`` and ``created-by`` are part of every sub-namespace's set, also of a namespace
+    grafted by hand without a SubNamespace. The Go Accurate applies both on every
+    sub-namespace with the same field manager, so it owns them on a cluster we take over;
+    leaving ``created-by`` out would make the first pass after a takeover remove it from
+    every grafted namespace, a change to user-visible labels that nobody asked for.
+    """
+    desired: dict[str, Metadata] = {}
+    after: dict[str, Metadata] = {}
+    for name in forest.top_down():
+        node = forest.nodes[name]
+        current = namespaces.get(name) or {}
+        current_meta = Metadata(labels_of(current), annotations_of(current))
+        source = node.source
+        if node.terminating or source is None:
+            after[name] = current_meta
+            continue
+        upper = after[source]
+        labels = _pick(upper.labels, config.label_keys)
+        annotations = _pick(upper.annotations, config.annotation_keys)
+        if node.parent is not None:
+            spec = (subnamespaces.get((source, name)) or {}).get("spec") or {}
+            labels.update(_pick(spec.get("labels") or {}, config.sub_namespace_label_keys))
+            annotations.update(
+                _pick(spec.get("annotations") or {}, config.sub_namespace_annotation_keys)
+            )
+            labels[LABEL_PARENT] = source
+            labels[LABEL_CREATED_BY] = CREATED_BY_VALUE
+        mine = Metadata(labels, annotations)
+        desired[name] = mine
+        owned = owned_keys(current)
+        after[name] = Metadata(
+            _after(current_meta.labels, owned.labels, labels),
+            _after(current_meta.annotations, owned.annotations, annotations),
+        )
+    return desired
+
+
+def needs_write(namespace: Mapping[str, Any], desired: Metadata) -> bool:
+    """Whether applying ``desired`` would change anything, so a settled cluster gets no write.
+
+    A write is due when a desired value is missing or different, or when the controller owns
+    a key it no longer wants (the apply removes it) or does not own one it wants (the apply
+    takes it over, so that a later removal works).
+    """
+    owned = owned_keys(namespace)
+    return not (
+        _settled(labels_of(namespace), owned.labels, desired.labels)
+        and _settled(annotations_of(namespace), owned.annotations, desired.annotations)
+    )
+
+
+def _settled(current: Mapping[str, str], owned: frozenset[str], desired: Mapping[str, str]) -> bool:
+    return owned == set(desired) and all(current.get(k) == v for k, v in desired.items())

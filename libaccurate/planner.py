@@ -1,0 +1,233 @@
+"""The reconcile planner: from a snapshot of the cluster to the ordered actions that settle it.
+
+``plan`` is the pure heart of the controller (DESIGN.md 4.4): the controller feeds it its
+cache and applies what it returns, the CLI prints it for ``--dry-run``. It joins the
+SubNamespace lifecycle, metadata inheritance and resource propagation on one picture of the
+namespaces as they will be after the pass, and orders the result into stages whose actions
+may run concurrently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from libaccurate.actions import (
+    Action,
+    AddFinalizer,
+    AnnotateObject,
+    ApplyNamespaceMetadata,
+    CreateNamespace,
+    CreateObject,
+    DeleteNamespace,
+    DeleteObject,
+    EmitEvent,
+    PatchSubNamespaceStatus,
+    RemoveFinalizer,
+    ReplaceObject,
+    SubNamespaceStatus,
+)
+from libaccurate.config import Config, GroupVersionKind
+from libaccurate.constants import CREATED_BY_VALUE, LABEL_CREATED_BY, LABEL_PARENT
+from libaccurate.forest import Forest, Node, Problem, node_from_object
+from libaccurate.inheritance import Metadata, desired_metadata, needs_write
+from libaccurate.lifecycle import plan_lifecycle, status_differs, status_for
+from libaccurate.propagation import plan_kind
+
+Object = Mapping[str, Any]
+RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the planner looks at: the cluster as the controller's cache holds it.
+
+    Namespaces and SubNamespaces are full objects (namespaces with ``managedFields``).
+    ``objects`` holds every object of each watched kind; sources and copies must be full, the
+    others may be stubs with metadata name, namespace, uid, resourceVersion, labels and
+    annotations. ``owners`` (by uid) are the controllers of watched objects, needed only when
+    ``propagate_generated`` is on.
+    """
+
+    config: Config
+    namespaces: Sequence[Object]
+    subnamespaces: Sequence[Object] = ()
+    objects: Mapping[GroupVersionKind, Sequence[Object]] = field(default_factory=dict)
+    owners: Mapping[str, Object] = field(default_factory=dict)
+    propagate_generated: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    """One action of a plan: it runs in ``stage`` and only if the steps in ``after`` succeeded.
+
+    ``after`` names steps (by index) whose failure makes this one wrong, not merely early: the
+    objects of a namespace whose creation failed, the finaliser of a SubNamespace whose
+    namespace could not be deleted, the event announcing a write that did not happen.
+    """
+
+    index: int
+    stage: int
+    action: Action
+    after: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The ordered steps of a pass, the status of each live SubNamespace, and broken chains.
+
+    ``statuses`` (keyed by SubNamespace namespace and name) assume every step succeeds; when
+    a step for a namespace fails, the controller reports Ready=False instead. ``problems``
+    lists the namespaces in a cycle or under a missing reference, which get nothing until an
+    operator fixes them.
+    """
+
+    steps: tuple[Step, ...]
+    statuses: Mapping[tuple[str, str], SubNamespaceStatus]
+    problems: Mapping[str, Problem]
+
+    @property
+    def actions(self) -> tuple[Action, ...]:
+        return tuple(step.action for step in self.steps)
+
+    def changes(self) -> tuple[Action, ...]:
+        """Actions that write cluster state; events only tell, and may repeat every pass."""
+        return tuple(a for a in self.actions if not isinstance(a, EmitEvent))
+
+    def stages(self) -> tuple[tuple[Step, ...], ...]:
+        """Steps grouped so that each group may run concurrently, after the previous group."""
+        grouped: dict[int, list[Step]] = {}
+        for step in self.steps:
+            grouped.setdefault(step.stage, []).append(step)
+        return tuple(tuple(grouped[stage]) for stage in sorted(grouped))
+
+
+def plan(snapshot: Snapshot) -> Plan:
+    """Everything that must change for the cluster to match what Accurate keeps true."""
+    config = snapshot.config
+    namespaces = {ns["metadata"]["name"]: ns for ns in snapshot.namespaces}
+    subnamespaces = {
+        (sub["metadata"]["namespace"], sub["metadata"]["name"]): sub
+        for sub in snapshot.subnamespaces
+    }
+    lifecycle = plan_lifecycle(
+        Forest.build(namespaces.values()), namespaces, subnamespaces.values()
+    )
+    forest = _future_forest(namespaces, lifecycle.created, lifecycle.deleted)
+    metadata = desired_metadata(forest, namespaces, subnamespaces, config)
+    actions: list[Action] = list(lifecycle.actions)
+    actions.extend(_namespace_writes(forest, namespaces, metadata, lifecycle.created))
+    owners = snapshot.owners if snapshot.propagate_generated else None
+    for gvk in config.watches:
+        actions.extend(plan_kind(gvk, snapshot.objects.get(gvk, ()), forest, config, owners))
+    statuses = {}
+    for verdict in lifecycle.verdicts:
+        sub = subnamespaces[(verdict.namespace, verdict.name)]
+        generation = int((sub.get("metadata") or {}).get("generation") or 0)
+        status = status_for(verdict, generation, forest.problem(verdict.name))
+        statuses[(verdict.namespace, verdict.name)] = status
+        if status_differs(sub, status):
+            actions.append(PatchSubNamespaceStatus(verdict.namespace, verdict.name, status))
+    return Plan(_order(actions, forest), statuses, forest.problems())
+
+
+def _future_forest(
+    namespaces: Mapping[str, Object], created: Mapping[str, str], deleted: set[str]
+) -> Forest:
+    """The namespaces as they will be after the pass: new ones in, deleted ones terminating."""
+    nodes = []
+    for name, obj in namespaces.items():
+        node = node_from_object(obj)
+        if name in deleted:
+            node = Node(node.name, node.labels, terminating=True)
+        nodes.append(node)
+    for name, parent in created.items():
+        nodes.append(Node(name, {LABEL_PARENT: parent, LABEL_CREATED_BY: CREATED_BY_VALUE}))
+    return Forest.build(nodes)
+
+
+def _namespace_writes(
+    forest: Forest,
+    namespaces: Mapping[str, Object],
+    metadata: Mapping[str, Metadata],
+    created: Mapping[str, str],
+) -> list[Action]:
+    writes: list[Action] = []
+    for name, parent in created.items():
+        wanted = metadata.get(name) or Metadata(
+            {LABEL_PARENT: parent, LABEL_CREATED_BY: CREATED_BY_VALUE}, {}
+        )
+        writes.append(CreateNamespace(name, wanted.labels, wanted.annotations))
+    for name, wanted in metadata.items():
+        if name not in created and needs_write(namespaces[name], wanted):
+            writes.append(ApplyNamespaceMetadata(name, wanted.labels, wanted.annotations))
+    return writes
+
+
+def _stage(action: Action) -> int:
+    """The phase an action belongs to; phases run in this order.
+
+    Namespaces exist before anything goes into them; Roles are written before the
+    RoleBindings that reference them (the API checks a binding against its role); copies are
+    deleted only after all creations, so that a name moving between namespaces never leaves a
+    gap; a namespace is deleted before its SubNamespace lets go; statuses and events come
+    last, when the controller knows what failed.
+    """
+    if isinstance(action, (AddFinalizer, CreateNamespace, ApplyNamespaceMetadata, AnnotateObject)):
+        return 0
+    if isinstance(action, (CreateObject, ReplaceObject)):
+        ref = action.ref
+        return 2 if ref.kind == "RoleBinding" and ref.api_version.startswith(RBAC_GROUP) else 1
+    if isinstance(action, DeleteObject):
+        return 3
+    if isinstance(action, DeleteNamespace):
+        return 4
+    if isinstance(action, RemoveFinalizer):
+        return 5
+    return 6
+
+
+def _object_key(action: Action) -> tuple[str, str, str, str] | None:
+    if isinstance(action, (CreateObject, ReplaceObject)):
+        return action.ref.key
+    if isinstance(action, EmitEvent):
+        return action.involved.key
+    return None
+
+
+def _order(actions: list[Action], forest: Forest) -> tuple[Step, ...]:
+    """Sort actions into stages, parents before children, and link each to what it needs."""
+    depth = {name: index for index, name in enumerate(forest.top_down())}
+    unknown = len(depth)
+
+    def sort_key(action: Action) -> tuple[int, int, str, str]:
+        return (
+            _stage(action),
+            depth.get(action.namespace, unknown),
+            action.namespace,
+            action.describe(),
+        )
+
+    ordered = sorted(actions, key=sort_key)
+    created: dict[str, int] = {}
+    deleted: dict[str, int] = {}
+    written: dict[tuple[str, str, str, str], int] = {}
+    steps: list[Step] = []
+    for index, action in enumerate(ordered):
+        after: list[int] = []
+        if action.namespace in created and not isinstance(action, CreateNamespace):
+            after.append(created[action.namespace])
+        if isinstance(action, RemoveFinalizer) and action.name in deleted:
+            after.append(deleted[action.name])
+        key = _object_key(action)
+        if isinstance(action, EmitEvent) and key in written:
+            after.append(written[key])
+        if isinstance(action, CreateNamespace):
+            created[action.name] = index
+        elif isinstance(action, DeleteNamespace):
+            deleted[action.name] = index
+        elif key is not None and not isinstance(action, EmitEvent):
+            written[key] = index
+        steps.append(Step(index, _stage(action), action, tuple(after)))
+    return tuple(steps)

@@ -1,0 +1,175 @@
+"""Metadata inheritance rules (DESIGN.md 4.2, ACCEPTANCE.md F) at the function level."""
+
+from __future__ import annotations
+
+from libaccurate.config import Config
+from libaccurate.constants import (
+    FIELD_MANAGER,
+    LABEL_CREATED_BY,
+    LABEL_PARENT,
+    LABEL_TEMPLATE,
+    LABEL_TYPE,
+)
+from libaccurate.forest import Forest
+from libaccurate.inheritance import Metadata, desired_metadata, needs_write, owned_keys
+
+CONFIG = Config(
+    label_keys=("team", "foo.bar/baz", "*.glob/*", "*/*"),
+    annotation_keys=("memo",),
+    sub_namespace_label_keys=("env",),
+    sub_namespace_annotation_keys=("note",),
+)
+
+
+def ns(name, labels=None, annotations=None, managed=None, terminating=False):
+    meta = {"name": name, "labels": dict(labels or {}), "annotations": dict(annotations or {})}
+    if managed is not None:
+        meta["managedFields"] = managed
+    if terminating:
+        meta["deletionTimestamp"] = "t"
+    return {"metadata": meta}
+
+
+def applied(labels=(), annotations=(), manager=FIELD_MANAGER, operation="Apply", sub=None):
+    entry = {
+        "manager": manager,
+        "operation": operation,
+        "fieldsV1": {
+            "f:metadata": {
+                "f:labels": {f"f:{k}": {} for k in labels},
+                "f:annotations": {f"f:{k}": {} for k in annotations},
+            }
+        },
+    }
+    if sub:
+        entry["subresource"] = sub
+    return entry
+
+
+def desired(*namespaces, subs=None, config=CONFIG):
+    by_name = {n["metadata"]["name"]: n for n in namespaces}
+    return desired_metadata(Forest.build(namespaces), by_name, subs or {}, config)
+
+
+ROOT = ns(
+    "root",
+    {
+        LABEL_TYPE: "root",
+        "team": "a",
+        "foo.bar/baz": "b",
+        "x.glob/y": "c",
+        "other": "no",
+        "do.not.match/glob.pattern": "no",
+    },
+    {"memo": "m", "other": "no"},
+)
+
+
+def test_a_sub_namespace_gets_matching_keys_and_parent_and_created_by_only():
+    result = desired(ROOT, ns("sub", {LABEL_PARENT: "root"}))
+    assert result["sub"].labels == {
+        "team": "a",
+        "foo.bar/baz": "b",
+        "x.glob/y": "c",
+        "do.not.match/glob.pattern": "no",  # matched by */* in this config
+        LABEL_PARENT: "root",
+        LABEL_CREATED_BY: "accurate",
+    }
+    assert result["sub"].annotations == {"memo": "m"}
+    assert "root" not in result
+
+
+def test_reserved_keys_never_flow_even_when_a_pattern_matches_them():
+    result = desired(ROOT, ns("sub", {LABEL_PARENT: "root"}))
+    assert LABEL_TYPE not in result["sub"].labels
+
+
+def test_a_grandchild_gets_what_its_parent_will_have():
+    stale_child = ns("child", {LABEL_PARENT: "root", "team": "old", "other": "x"})
+    grandchild = ns("grandchild", {LABEL_PARENT: "child"})
+    result = desired(ROOT, stale_child, grandchild)
+    assert result["grandchild"].labels["team"] == "a"
+    assert result["grandchild"].annotations == {"memo": "m"}
+
+
+def test_a_key_the_parent_will_lose_is_not_passed_down():
+    root = ns("root", {LABEL_TYPE: "root"})
+    child = ns(
+        "child", {LABEL_PARENT: "root", "team": "gone"}, managed=[applied(["team", LABEL_PARENT])]
+    )
+    grandchild = ns("grandchild", {LABEL_PARENT: "child", "team": "gone"})
+    result = desired(root, child, grandchild)
+    assert "team" not in result["grandchild"].labels
+
+
+def test_a_key_set_by_hand_on_the_parent_is_passed_down():
+    root = ns("root", {LABEL_TYPE: "root"})
+    child = ns("child", {LABEL_PARENT: "root", "team": "mine"})
+    result = desired(root, child, ns("grandchild", {LABEL_PARENT: "child"}))
+    assert result["grandchild"].labels["team"] == "mine"
+
+
+def test_subnamespace_spec_overrides_inherited_keys_when_its_pattern_matches():
+    config = Config(label_keys=("team",), sub_namespace_label_keys=("team", "env"))
+    spec = {"labels": {"team": "own", "env": "dev", "nope": "x"}, "annotations": {"note": "n"}}
+    subs = {("root", "sub"): {"spec": spec}}
+    result = desired(ROOT, ns("sub", {LABEL_PARENT: "root"}), subs=subs, config=config)
+    assert result["sub"].labels["team"] == "own"
+    assert result["sub"].labels["env"] == "dev"
+    assert "nope" not in result["sub"].labels
+    assert result["sub"].annotations == {}
+    with_annotations = desired(ROOT, ns("sub", {LABEL_PARENT: "root"}), subs=subs)
+    assert with_annotations["sub"].annotations == {"memo": "m", "note": "n"}
+
+
+def test_instances_inherit_from_their_template_chain_without_parent_labels():
+    base = ns("base", {LABEL_TYPE: "template", "team": "t"}, {"memo": "base"})
+    middle = ns("middle", {LABEL_TYPE: "template", LABEL_TEMPLATE: "base", "foo.bar/baz": "m"})
+    instance = ns("inst", {LABEL_TEMPLATE: "middle"})
+    result = desired(base, middle, instance)
+    assert result["inst"].labels == {"team": "t", "foo.bar/baz": "m"}
+    assert result["inst"].annotations == {"memo": "base"}
+
+
+def test_broken_and_terminating_namespaces_get_nothing():
+    result = desired(
+        ns("a", {LABEL_PARENT: "b"}),
+        ns("b", {LABEL_PARENT: "a"}),
+        ns("orphan", {LABEL_PARENT: "missing"}),
+        ROOT,
+        ns("leaving", {LABEL_PARENT: "root"}, terminating=True),
+        ns("below", {LABEL_PARENT: "leaving"}),
+    )
+    assert set(result) == {"below"}
+    assert "team" not in result["below"].labels
+
+
+def test_owned_keys_come_only_from_the_controllers_apply_entries():
+    namespace = ns(
+        "x",
+        managed=[
+            applied(["team"], ["memo"]),
+            applied(["hand"], manager="kubectl", operation="Update"),
+            applied(["upd"], operation="Update"),
+            applied(["stat"], sub="status"),
+        ],
+    )
+    owned = owned_keys(namespace)
+    assert owned.labels == {"team"}
+    assert owned.annotations == {"memo"}
+    assert owned_keys(ns("y")).labels == frozenset()
+
+
+def test_a_settled_namespace_needs_no_write():
+    namespace = ns(
+        "sub", {"team": "a", "hand": "x"}, {"memo": "m"}, managed=[applied(["team"], ["memo"])]
+    )
+    assert not needs_write(namespace, Metadata({"team": "a"}, {"memo": "m"}))
+
+
+def test_a_write_is_due_for_a_changed_value_an_unowned_key_or_an_owned_key_to_drop():
+    owned = [applied(["team"], [])]
+    assert needs_write(ns("s", {"team": "b"}, managed=owned), Metadata({"team": "a"}, {}))
+    assert needs_write(ns("s", {"team": "a"}), Metadata({"team": "a"}, {}))
+    assert needs_write(ns("s", {"team": "a"}, managed=owned), Metadata({}, {}))
+    assert needs_write(ns("s", {"team": "a"}, managed=owned), Metadata({"team": "a"}, {"m": "1"}))

@@ -1,0 +1,223 @@
+"""Properties of the planner over generated clusters (DESIGN.md 7).
+
+Clusters are generated in arbitrary states (including cycles, dangling references, stale
+copies, conflicts and deletions in progress) and in settled states disturbed by a user; plans
+are applied by the in-memory world, which behaves like the API server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from libaccurate.actions import AnnotateObject, DeleteObject, ReplaceObject
+from libaccurate.cloning import clone, copied_from, propagate_mode
+from libaccurate.config import Config
+from libaccurate.constants import (
+    ANNOTATION_FROM,
+    ANNOTATION_PROPAGATE,
+    FIELD_MANAGER,
+    LABEL_PARENT,
+    LABEL_TEMPLATE,
+    LABEL_TYPE,
+    PROPAGATE_UPDATE,
+)
+from libaccurate.forest import Forest
+from libaccurate.planner import plan
+from tests.unit.planner_world import ROLE, SECRET, World, settle
+
+CONFIG = Config(
+    label_keys=("team",),
+    annotation_keys=("memo",),
+    sub_namespace_label_keys=("env",),
+    watches=(ROLE, SECRET),
+)
+NAMES = ("a", "b", "c", "d", "e", "f")
+MODES = st.sampled_from([None, "create", "update"])
+VALUES = st.sampled_from(["1", "2"])
+
+
+@st.composite
+def namespaces(draw, world: World) -> list[str]:
+    count = draw(st.integers(1, len(NAMES)))
+    names = list(NAMES[:count])
+    for index, name in enumerate(names):
+        labels: dict[str, str] = {}
+        role = draw(st.sampled_from(["root", "template", "sub", "instance", "plain"]))
+        if role in ("root", "template"):
+            labels[LABEL_TYPE] = role
+        if role in ("sub", "instance"):
+            earlier = names[:index]
+            upper = (
+                draw(st.sampled_from(earlier))
+                if earlier and draw(st.integers(0, 4))
+                else draw(st.sampled_from([*names, "gone"]))
+            )
+            labels[LABEL_PARENT if role == "sub" else LABEL_TEMPLATE] = upper
+        if draw(st.booleans()):
+            labels["team"] = draw(VALUES)
+        applied = {"team": draw(VALUES)} if draw(st.booleans()) else None
+        memo = {"memo": draw(VALUES)} if draw(st.booleans()) else None
+        world.add_namespace(
+            name, labels, memo, applied=applied, terminating=draw(st.integers(0, 9)) == 0
+        )
+    return names
+
+
+def _has_dependents(world: World, name: str) -> bool:
+    return any(
+        (ns["metadata"].get("labels") or {}).get(LABEL_PARENT) == name
+        or (ns["metadata"].get("labels") or {}).get(LABEL_TEMPLATE) == name
+        for ns in world.namespaces.values()
+    ) or any(key[0] == name for key in world.subnamespaces)
+
+
+@st.composite
+def subnamespaces(draw, world: World, names: list[str]) -> None:
+    for _ in range(draw(st.integers(0, 4))):
+        parent = draw(st.sampled_from(names))
+        name = draw(st.sampled_from([*names, "n1", "n2"]))
+        if (parent, name) in world.subnamespaces or parent == name:
+            continue
+        deleting = draw(st.integers(0, 4)) == 0
+        world.add_subnamespace(
+            parent,
+            name,
+            {"env": draw(VALUES)} if draw(st.booleans()) else None,
+            finalizer=draw(st.integers(0, 4)) > 0,
+            deleting=deleting,
+            created=f"2024-01-0{draw(st.integers(1, 9))}T00:00:00Z",
+        )
+    for (_, name), sub in world.subnamespaces.items():
+        if _has_dependents(world, name):
+            # Admission denies deleting a SubNamespace whose namespace has children.
+            sub["metadata"].pop("deletionTimestamp", None)
+
+
+@st.composite
+def objects(draw, world: World, names: list[str]) -> None:
+    for gvk in (ROLE, SECRET):
+        for _ in range(draw(st.integers(0, 5))):
+            annotations: dict[str, str] = {}
+            mode = draw(MODES)
+            if mode:
+                annotations[ANNOTATION_PROPAGATE] = mode
+            if draw(st.booleans()):
+                annotations[ANNOTATION_FROM] = draw(st.sampled_from(names))
+            meta = {
+                "namespace": draw(st.sampled_from(names)),
+                "name": draw(st.sampled_from(["x", "y"])),
+                "annotations": annotations,
+            }
+            body = (
+                {"rules": [{"verbs": [draw(VALUES)]}] * draw(st.integers(0, 2))}
+                if gvk == ROLE
+                else {"data": {draw(VALUES): draw(VALUES)} if draw(st.booleans()) else {}}
+            )
+            obj: dict[str, Any] = {"metadata": meta, **body}
+            if draw(st.integers(0, 3)) == 0 and annotations.get(ANNOTATION_FROM):
+                obj = clone(world.add_object(gvk, obj), meta["namespace"], CONFIG)
+                obj["metadata"]["annotations"][ANNOTATION_FROM] = annotations[ANNOTATION_FROM]
+            world.add_object(gvk, obj)
+
+
+@st.composite
+def worlds(draw) -> World:
+    world = World(config=CONFIG)
+    names = draw(namespaces(world))
+    draw(subnamespaces(world, names))
+    draw(objects(world, names))
+    return world
+
+
+def _cycles(world: World) -> set[str]:
+    """Namespaces on a cycle (not those merely below one)."""
+    forest = Forest.build(world.namespaces.values())
+    members: set[str] = set()
+    for problem in forest.problems().values():
+        if problem.reason == "Cycle":
+            chain = problem.namespaces
+            members.update(chain[chain.index(chain[-1]) : -1])
+    return members
+
+
+PROPERTY_SETTINGS = settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@PROPERTY_SETTINGS
+@given(worlds())
+def test_applying_a_plan_reaches_a_fixpoint_in_one_pass(world):
+    world.apply(plan(world.snapshot()))
+    assert world.failures == []
+    assert plan(world.snapshot()).changes() == ()
+
+
+@PROPERTY_SETTINGS
+@given(worlds())
+def test_a_plan_never_creates_a_cycle(world):
+    before = _cycles(world)
+    world.apply(plan(world.snapshot()))
+    assert _cycles(world) <= before
+
+
+@PROPERTY_SETTINGS
+@given(worlds())
+def test_objects_without_from_are_only_ever_replaced_by_update_mode_copies(world):
+    originals = {
+        (gvk.api_version, gvk.kind, ns, name): obj
+        for (gvk, ns, name), obj in world.objects.items()
+        if copied_from(obj) is None
+    }
+    for action in plan(world.snapshot()).actions:
+        assert not isinstance(action, AnnotateObject)
+        if isinstance(action, DeleteObject):
+            assert action.ref.key not in originals
+        if isinstance(action, ReplaceObject) and action.ref.key in originals:
+            assert propagate_mode(action.object) == PROPAGATE_UPDATE
+            assert not action.recreate_if_immutable
+
+
+@PROPERTY_SETTINGS
+@given(worlds(), st.data())
+def test_a_settled_cluster_disturbed_by_a_user_settles_in_one_pass(world, data):
+    world.apply(plan(world.snapshot()))
+    world.failures.clear()
+    copies = [key for key, obj in world.objects.items() if copied_from(obj) is not None]
+    if copies:
+        key = data.draw(st.sampled_from(copies))
+        if data.draw(st.booleans()):
+            del world.objects[key]
+        else:
+            world.objects[key].setdefault("metadata", {})["labels"] = {"edited": "yes"}
+    sources = [key for key, obj in world.objects.items() if propagate_mode(obj) is not None]
+    if sources:
+        source = world.objects[data.draw(st.sampled_from(sources))]
+        if "rules" in source:
+            source["rules"] = [{"verbs": ["changed"]}]
+        else:
+            source.pop("data", None)
+    names = sorted(world.namespaces)
+    world.label_by_hand(
+        data.draw(st.sampled_from(names)), "team", data.draw(st.sampled_from([None, "1", "9"]))
+    )
+    world.apply(plan(world.snapshot()))
+    assert world.failures == []
+    assert plan(world.snapshot()).changes() == ()
+
+
+def test_the_simulator_records_ownership_like_the_server():
+    world = World(config=CONFIG)
+    world.add_namespace("r", {LABEL_TYPE: "root", "team": "1"})
+    world.add_namespace("s", {LABEL_PARENT: "r"})
+    assert settle(world) == 1
+    entries = world.namespaces["s"]["metadata"]["managedFields"]
+    mine = [e for e in entries if e["manager"] == FIELD_MANAGER and e["operation"] == "Apply"]
+    assert set(mine[0]["fieldsV1"]["f:metadata"]["f:labels"]) == {
+        "f:team",
+        f"f:{LABEL_PARENT}",
+        "f:app.kubernetes.io/created-by",
+    }
