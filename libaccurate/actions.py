@@ -184,15 +184,15 @@ class CreateObject:
 class ReplaceObject:
     """PUT the copy over the object at ``resource_version``.
 
-    With ``recreate_if_immutable`` the applier deletes the object (at ``uid``) and re-creates
-    it when the server refuses the update because a field is immutable; it is False for
-    objects a user made, which are never deleted.
+    When the server refuses the update because a field is immutable (a RoleBinding's
+    ``roleRef``, an immutable Secret), the applier deletes the object (at ``uid``, so that a
+    newer object of the same name is never hit) and creates the copy: in update mode the parent
+    wins, also over a user's own object of that name.
     """
 
     object: Mapping[str, Any] = field(repr=False)
     uid: str | None
     resource_version: str | None
-    recreate_if_immutable: bool
 
     @property
     def ref(self) -> ObjectRef:

@@ -192,9 +192,7 @@ def _plan_copy(walk: _Walk, namespace: str, source: Object, actual: Object | Non
     if is_copy and contains(wanted, actual):
         return wanted
     metadata = _metadata(actual)
-    walk.actions.append(
-        ReplaceObject(wanted, metadata.get("uid"), metadata.get("resourceVersion"), is_copy)
-    )
+    walk.actions.append(ReplaceObject(wanted, metadata.get("uid"), metadata.get("resourceVersion")))
     if not is_copy:
         walk.actions.append(_replaced_event(actual, source))
     return wanted

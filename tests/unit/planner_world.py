@@ -332,8 +332,6 @@ class World:
         if actual["metadata"]["resourceVersion"] != action.resource_version:
             raise ApiError("Conflict")
         if ref.kind == "RoleBinding" and actual.get("roleRef") != action.object.get("roleRef"):
-            if not action.recreate_if_immutable:
-                raise ApiError("Invalid")
             self._delete_object(ref.key, action.uid, None)
             self._create_object(action.object)
             return

@@ -587,7 +587,6 @@ class TestPropagation:
         event = next(s for s in result.steps if isinstance(s.action, EmitEvent))
         assert isinstance(replace.action, ReplaceObject)
         assert isinstance(event.action, EmitEvent)
-        assert replace.action.recreate_if_immutable is False
         assert event.after == (replace.index,)
         assert event.action.type == "Warning"
         world.apply(result)
@@ -645,11 +644,35 @@ class TestPropagation:
         result = plan(world.snapshot())
         (replace,) = result.actions
         assert isinstance(replace, ReplaceObject)
-        assert replace.recreate_if_immutable
         world.apply(result)
         copy_ = world.obj(ROLE_BINDING, "sub1", "b")
         assert copy_["roleRef"]["name"] == "viewer"
         assert copy_["metadata"]["uid"] != old_uid
+
+    def test_g8_a_user_binding_with_another_role_ref_is_taken_over_too(self):
+        world = make_world()
+        tree(world, ("root1", "sub1"))
+        ref = {"kind": "Role", "apiGroup": "rbac.authorization.k8s.io"}
+        world.add_object(
+            ROLE_BINDING,
+            {"metadata": {"namespace": "sub1", "name": "b"}, "roleRef": {**ref, "name": "mine"}},
+        )
+        world.add_object(
+            ROLE_BINDING,
+            {
+                "metadata": {
+                    "namespace": "root1",
+                    "name": "b",
+                    "annotations": {ANNOTATION_PROPAGATE: "update"},
+                },
+                "roleRef": {**ref, "name": "admin"},
+            },
+        )
+        world.apply(plan(world.snapshot()))
+        taken = world.obj(ROLE_BINDING, "sub1", "b")
+        assert taken["roleRef"]["name"] == "admin"
+        assert taken["metadata"]["annotations"][ANNOTATION_FROM] == "root1"
+        assert plan(world.snapshot()).changes() == ()
 
     def test_g12_propagate_generated_marks_and_propagates_in_one_pass(self):
         world = make_world(propagate_generated=True)

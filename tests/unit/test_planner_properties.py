@@ -178,7 +178,6 @@ def test_objects_without_from_are_only_ever_replaced_by_update_mode_copies(world
             assert action.ref.key not in originals
         if isinstance(action, ReplaceObject) and action.ref.key in originals:
             assert propagate_mode(action.object) == PROPAGATE_UPDATE
-            assert not action.recreate_if_immutable
 
 
 @PROPERTY_SETTINGS
