@@ -1,0 +1,91 @@
+"""The bridge from the API pipeline to the admission webhooks registered in the store.
+
+It builds the AdmissionRequest kube-apiserver would send (kinds, resources, the namespace rule
+for Namespace objects, user info, options) and the current webhook configurations, which are
+re-read only when one of those objects changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.apiserver.api import Caller, Obj
+from tests.apiserver.resources import ADMISSION, Resource
+from tests.apiserver.store import Store
+from tests.apiserver.webhooks import AdmissionRequest, WebhookConfigurations, admit
+
+_OPTIONS_KIND = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
+
+
+class Admission:
+    """Callable with the ``Admit`` signature the Api expects."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._cached: tuple[tuple[str, ...], WebhookConfigurations] | None = None
+
+    def configurations(self) -> WebhookConfigurations:
+        mutating, _ = self.store.select(ADMISSION, "mutatingwebhookconfigurations")
+        validating, _ = self.store.select(ADMISSION, "validatingwebhookconfigurations")
+        versions = tuple(obj["metadata"]["resourceVersion"] for obj in mutating + validating)
+        if self._cached is None or self._cached[0] != versions:
+            self._cached = (versions, WebhookConfigurations.from_objects(mutating, validating))
+        return self._cached[1]
+
+    def __call__(
+        self,
+        operation: str,
+        resource: Resource,
+        obj: Obj | None,
+        old: Obj | None,
+        caller: Caller,
+        subresource: str | None,
+    ) -> Obj | None:
+        configurations = self.configurations()
+        if not configurations.mutating and not configurations.validating:
+            return obj
+        subject = obj if obj is not None else old
+        assert subject is not None
+        meta = subject["metadata"]
+        request = AdmissionRequest(
+            operation=operation,
+            kind={"group": resource.group, "version": resource.version, "kind": resource.kind},
+            resource={
+                "group": resource.group,
+                "version": resource.version,
+                "resource": resource.plural,
+            },
+            sub_resource=subresource,
+            name=meta.get("name", ""),
+            namespace=_request_namespace(resource, operation, meta),
+            obj=obj,
+            old_obj=old,
+            user_info=caller.user_info,
+            dry_run=caller.dry_run,
+            options=_options(operation, caller),
+        )
+        return admit(configurations, request, self._namespace_labels(request.namespace))
+
+    def _namespace_labels(self, namespace: str | None) -> dict[str, str] | None:
+        if not namespace:
+            return None
+        ns = self.store.get("", "namespaces", "", namespace)
+        return None if ns is None else dict(ns["metadata"].get("labels") or {})
+
+
+def _request_namespace(resource: Resource, operation: str, meta: dict[str, Any]) -> str | None:
+    """kube-apiserver fills a Namespace's own name in for requests addressed to it by name."""
+    if resource.namespaced:
+        return str(meta.get("namespace", ""))
+    if resource.kind == "Namespace" and resource.group == "" and operation != "CREATE":
+        return str(meta.get("name", ""))
+    return ""
+
+
+def _options(operation: str, caller: Caller) -> dict[str, Any]:
+    options: dict[str, Any] = {"kind": _OPTIONS_KIND[operation], "apiVersion": "meta.k8s.io/v1"}
+    if operation != "DELETE" and caller.manager:
+        options["fieldManager"] = caller.manager
+    if caller.dry_run:
+        options["dryRun"] = ["All"]
+    return options

@@ -1,0 +1,138 @@
+"""Shared fixtures: a Kubernetes API for every test, in memory by default, real on request.
+
+One in-memory API server runs per test session and is reset before each test that asks for the
+``cluster`` fixture, which makes a fresh cluster cost milliseconds. With ACCURATE_TEST_KUBECONFIG
+set, the same tests run against that cluster instead: they must then use ``cluster.unique(...)``
+names and register what they create for cleanup; tests that need the in-memory server's
+internals (fault injection, the request log) are skipped there.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from tests.apiserver.server import ApiServer
+
+REAL_KUBECONFIG_ENV = "ACCURATE_TEST_KUBECONFIG"
+NEEDS_SERVER = "needs the in-memory API server's internals (not available on a real cluster)"
+
+
+def real_kubeconfig() -> Path | None:
+    value = os.environ.get(REAL_KUBECONFIG_ENV)
+    return Path(value) if value else None
+
+
+@dataclass
+class Cluster:
+    """The API a test talks to. ``server`` is None on a real cluster."""
+
+    kubeconfig: Path
+    api_client: Any
+    server: ApiServer | None
+    _cleanups: list[Callable[[], object]] = field(default_factory=list)
+
+    @property
+    def is_real(self) -> bool:
+        return self.server is None
+
+    def unique(self, prefix: str) -> str:
+        """A name no other test (or earlier run on a real cluster) uses."""
+        return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+    def on_cleanup(self, action: Callable[[], object]) -> None:
+        """Run ``action`` after the test on a real cluster (the in-memory one is reset anyway)."""
+        self._cleanups.append(action)
+
+    def namespace(self, prefix: str = "test", labels: dict[str, str] | None = None) -> str:
+        """Create a namespace with a unique name, deleted after the test on a real cluster."""
+        name = self.unique(prefix)
+        core: Any = k8s_client.CoreV1Api(self.api_client)
+        core.create_namespace({"metadata": {"name": name, "labels": labels or {}}})
+        self.on_cleanup(lambda: _ignore_gone(core.delete_namespace, name))
+        return name
+
+    def require_server(self) -> ApiServer:
+        if self.server is None:
+            pytest.skip(NEEDS_SERVER)
+        return self.server
+
+    def run_cleanups(self) -> None:
+        for action in reversed(self._cleanups):
+            action()
+        self._cleanups.clear()
+
+
+def _ignore_gone(action: Callable[..., Any], *args: Any) -> None:
+    """Deleting what is already gone (404) or already being deleted (409) is fine in cleanup."""
+    try:
+        action(*args)
+    except k8s_client.ApiException as error:
+        if error.status not in (404, 409):
+            raise
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if real_kubeconfig() is None:
+        return
+    skip = pytest.mark.skip(reason=NEEDS_SERVER)
+    for item in items:
+        if "fault_injection" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def _session_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any, Any]]:
+    real = real_kubeconfig()
+    if real is not None:
+        yield real, k8s_config.new_client_from_config(config_file=str(real)), None
+        return
+    server = ApiServer().start()
+    path = server.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
+    api_client = k8s_config.new_client_from_config(config_file=str(path))
+    try:
+        yield path, api_client, server
+    finally:
+        api_client.close()
+        server.stop()
+
+
+@pytest.fixture
+def cluster(_session_api: tuple[Path, Any, ApiServer | None]) -> Iterator[Cluster]:
+    """A fresh cluster per test (in memory: reset; real: clean up what the test registered)."""
+    path, api_client, server = _session_api
+    if server is not None:
+        server.reset()
+    handle = Cluster(path, api_client, server)
+    try:
+        yield handle
+    finally:
+        if server is None:
+            handle.run_cleanups()
+
+
+@pytest.fixture
+def kubeconfig(cluster: Cluster) -> Path:
+    """A kubeconfig file for subprocesses (kubectl, the CLI, the controller)."""
+    return cluster.kubeconfig
+
+
+@pytest.fixture
+def api_client(cluster: Cluster) -> Any:
+    """A ``kubernetes.client.ApiClient`` for the cluster."""
+    return cluster.api_client
+
+
+@pytest.fixture
+def apiserver(cluster: Cluster) -> ApiServer:
+    """The in-memory server itself, for fault injection and the request log; skips on a real
+    cluster."""
+    return cluster.require_server()
