@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -18,7 +19,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", type=Path, required=True, help="where to write it")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any)")
     args = parser.parse_args(argv)
-    server = ApiServer(port=args.port).start()
+    try:
+        server = ApiServer(port=args.port).start()
+    except OSError as error:
+        print(f"error: cannot serve on 127.0.0.1:{args.port}: {error.strerror}", file=sys.stderr)
+        return 1
     server.write_kubeconfig(args.kubeconfig)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
