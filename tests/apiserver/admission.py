@@ -12,13 +12,13 @@ from typing import Any
 from tests.apiserver.api import Caller, Obj
 from tests.apiserver.resources import ADMISSION, Resource
 from tests.apiserver.store import Store
-from tests.apiserver.webhooks import AdmissionRequest, WebhookConfigurations, admit
+from tests.apiserver.webhooks import AdmissionRequest, WebhookConfigurations, mutate, validate
 
 _OPTIONS_KIND = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
 
 
 class Admission:
-    """Callable with the ``Admit`` signature the Api expects."""
+    """The two admission phases kube-apiserver runs around its own validation of an object."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -32,7 +32,7 @@ class Admission:
             self._cached = (versions, WebhookConfigurations.from_objects(mutating, validating))
         return self._cached[1]
 
-    def __call__(
+    def mutate(
         self,
         operation: str,
         resource: Resource,
@@ -41,13 +41,44 @@ class Admission:
         caller: Caller,
         subresource: str | None,
     ) -> Obj | None:
+        """Run the mutating webhooks; returns the object they leave (None for DELETE)."""
         configurations = self.configurations()
-        if not configurations.mutating and not configurations.validating:
+        if not configurations.mutating:
             return obj
+        request = self._request(operation, resource, obj, old, caller, subresource)
+        labels = self._namespace_labels(request.namespace)
+        return mutate(configurations, request, labels, warnings=caller.warnings)
+
+    def validate(
+        self,
+        operation: str,
+        resource: Resource,
+        obj: Obj | None,
+        old: Obj | None,
+        caller: Caller,
+        subresource: str | None,
+    ) -> None:
+        """Run the validating webhooks on the object as it would be stored."""
+        configurations = self.configurations()
+        if not configurations.validating:
+            return
+        request = self._request(operation, resource, obj, old, caller, subresource)
+        labels = self._namespace_labels(request.namespace)
+        validate(configurations, request, labels, warnings=caller.warnings)
+
+    def _request(
+        self,
+        operation: str,
+        resource: Resource,
+        obj: Obj | None,
+        old: Obj | None,
+        caller: Caller,
+        subresource: str | None,
+    ) -> AdmissionRequest:
         subject = obj if obj is not None else old
         assert subject is not None
         meta = subject["metadata"]
-        request = AdmissionRequest(
+        return AdmissionRequest(
             operation=operation,
             kind={"group": resource.group, "version": resource.version, "kind": resource.kind},
             resource={
@@ -64,7 +95,6 @@ class Admission:
             dry_run=caller.dry_run,
             options=_options(operation, caller),
         )
-        return admit(configurations, request, self._namespace_labels(request.namespace))
 
     def _namespace_labels(self, namespace: str | None) -> dict[str, str] | None:
         if not namespace:

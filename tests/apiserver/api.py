@@ -15,7 +15,7 @@ import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import yaml
 
@@ -65,6 +65,8 @@ class Caller:
     force: bool = False
     dry_run: bool = False
     strict: bool = False  # fieldValidation=Strict
+    # Filled by admission webhooks; the server sends them as ``Warning`` response headers.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def manager(self) -> str:
@@ -82,7 +84,28 @@ class Caller:
         return result
 
 
-Admit = Callable[[str, Resource, "Obj | None", "Obj | None", Caller, str | None], "Obj | None"]
+class Admit(Protocol):
+    """The admission phases around the server's own validation (tests.apiserver.admission)."""
+
+    def mutate(
+        self,
+        operation: str,
+        resource: Resource,
+        obj: Obj | None,
+        old: Obj | None,
+        caller: Caller,
+        subresource: str | None,
+    ) -> Obj | None: ...
+
+    def validate(
+        self,
+        operation: str,
+        resource: Resource,
+        obj: Obj | None,
+        old: Obj | None,
+        caller: Caller,
+        subresource: str | None,
+    ) -> None: ...
 
 
 def now() -> str:
@@ -228,7 +251,7 @@ class Api:
             current = self._current(resource, namespace, name)
             self._check_preconditions(resource, current, options.get("preconditions") or {})
             if admission:
-                self._admit("DELETE", resource, None, current, caller, None)
+                self._admit_deletion(resource, current, caller)
             if caller.dry_run:
                 return self.view(resource, current)
             if resource.kind == "Namespace":
@@ -424,14 +447,17 @@ class Api:
         caller: Caller,
         subresource: str | None,
     ) -> Obj:
-        mutated = self._admit(operation, resource, obj, old, caller, subresource)
-        if mutated is not None and mutated != obj:
-            obj = self._default(resource, mutated)
+        if self.admit is not None:
+            mutated = self.admit.mutate(operation, resource, obj, old, caller, subresource)
+            if mutated is not None and mutated != obj:
+                obj = self._default(resource, mutated)
         issues = validate.check_object(resource, obj)
         if old is not None:
             issues += validate.check_update(resource, old, obj)
         if issues:
             raise errors.invalid(resource.group, resource.kind, obj["metadata"]["name"], issues)
+        if self.admit is not None:
+            self.admit.validate(operation, resource, obj, old, caller, subresource)
         if resource.group == ADMISSION:
             configurations = [obj]
             WebhookConfigurations.from_objects(
@@ -442,18 +468,11 @@ class Api:
             _crd_status(obj)
         return obj
 
-    def _admit(
-        self,
-        operation: str,
-        resource: Resource,
-        obj: Obj | None,
-        old: Obj | None,
-        caller: Caller,
-        subresource: str | None,
-    ) -> Obj | None:
-        if self.admit is None:
-            return None
-        return self.admit(operation, resource, obj, old, caller, subresource)
+    def _admit_deletion(self, resource: Resource, current: Obj, caller: Caller) -> None:
+        """Both phases for a DELETE: mutating webhooks are called too, but may not patch."""
+        if self.admit is not None:
+            self.admit.mutate("DELETE", resource, None, current, caller, None)
+            self.admit.validate("DELETE", resource, None, current, caller, None)
 
     def _persist(self, resource: Resource, old: Obj | None, new: Obj) -> Obj:
         """Write under the store lock, re-checking what may have changed since ``old`` was read."""
@@ -650,14 +669,6 @@ def _crd_status(crd: Obj) -> None:
 
 
 def _apply_conflict(resource: Resource, name: str, conflict: ApplyConflict) -> ApiError:
-    causes = [
-        {
-            "reason": "FieldManagerConflict",
-            "message": f'conflict with "{manager}"',
-            "field": path,
-        }
-        for manager, path in conflict.conflicts
-    ]
     return ApiError(
         409,
         "Conflict",
@@ -666,7 +677,7 @@ def _apply_conflict(resource: Resource, name: str, conflict: ApplyConflict) -> A
             "name": name,
             **({"group": resource.group} if resource.group else {}),
             "kind": resource.plural,
-            "causes": causes,
+            "causes": conflict.causes,
         },
     )
 

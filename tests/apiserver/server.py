@@ -159,6 +159,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "accurate-test-apiserver"
     _raw_body: bytes | None = None
+    _warnings: list[str]
 
     @property
     def apiserver(self) -> ApiServer:
@@ -184,6 +185,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(self, code: int, body: Any) -> None:
         data = json.dumps(body, separators=(",", ":")).encode()
         self.send_response(code)
+        for warning in self._warnings:
+            self.send_header("Warning", _warning_header(warning))
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-cache, private")
@@ -220,6 +223,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         self._raw_body = None
+        self._warnings = []
         url = urlsplit(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query, True).items()}
         path = url.path.rstrip("/") or "/"
@@ -329,6 +333,7 @@ class _Handler(BaseHTTPRequestHandler):
             force=query.get("force") == "true",
             dry_run=query.get("dryRun") == "All",
             strict=query.get("fieldValidation") == "Strict",
+            warnings=self._warnings,
         )
         if verb == "get":
             assert where.name is not None
@@ -369,7 +374,7 @@ class _Handler(BaseHTTPRequestHandler):
             if "propagationPolicy" in query:
                 options["propagationPolicy"] = query["propagationPolicy"]
             if options.get("dryRun") == ["All"]:
-                caller = Caller(user, caller.user_agent, dry_run=True)
+                caller = Caller(user, caller.user_agent, dry_run=True, warnings=self._warnings)
             self._send_json(200, api.delete(resource, namespace, where.name, options, caller))
         elif verb == "deletecollection":
             self._body()
@@ -453,3 +458,9 @@ class _Handler(BaseHTTPRequestHandler):
 def _typed_item(item: dict[str, Any]) -> dict[str, Any]:
     """Items of a built-in list carry no kind/apiVersion on the real server."""
     return {k: v for k, v in item.items() if k not in ("kind", "apiVersion")}
+
+
+def _warning_header(text: str) -> str:
+    """RFC 7234 warn-value as kube-apiserver sends it: code 299, no agent, quoted text."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{escaped}"'

@@ -211,22 +211,54 @@ def admit(
 ) -> dict[str, Any] | None:
     """Run the mutating webhooks in order, then the validating ones; return the final object.
 
-    ``namespace_labels`` are the labels of the request's namespace (None when it does not
-    exist); a Namespace's own labels are taken from the request. Warnings the webhooks send are
-    appended to ``warnings`` (for the ``Warning`` response headers), also when the request is
-    refused. Raises AdmissionDenied; returns None for DELETE.
+    kube-apiserver validates the object between the two phases; callers that do so use
+    ``mutate`` and ``validate`` instead. ``namespace_labels`` are the labels of the request's
+    namespace (None when it does not exist); a Namespace's own labels are taken from the
+    request. Warnings the webhooks send are appended to ``warnings`` (for the ``Warning``
+    response headers), also when the request is refused. Raises AdmissionDenied; returns None
+    for DELETE.
     """
-    sink: list[str] = [] if warnings is None else warnings
-    if request.kind["group"] == ADMISSION_GROUP and request.kind["kind"] in _EXEMPT_KINDS:
+    obj = mutate(configurations, request, namespace_labels, warnings=warnings)
+    validate(configurations, replace(request, obj=obj), namespace_labels, warnings=warnings)
+    return None if request.operation == "DELETE" else obj
+
+
+def mutate(
+    configurations: WebhookConfigurations,
+    request: AdmissionRequest,
+    namespace_labels: Mapping[str, str] | None,
+    *,
+    warnings: list[str] | None = None,
+) -> dict[str, Any] | None:
+    """The mutating phase: each matching webhook sees the previous ones' patches."""
+    if _exempt(request):
         return request.obj
+    sink: list[str] = [] if warnings is None else warnings
     for webhook in configurations.mutating:
         if webhook.should_call(request, namespace_labels):
             request = replace(request, obj=_mutate(webhook, request, sink))
+    return request.obj
+
+
+def validate(
+    configurations: WebhookConfigurations,
+    request: AdmissionRequest,
+    namespace_labels: Mapping[str, str] | None,
+    *,
+    warnings: list[str] | None = None,
+) -> None:
+    """The validating phase, on the object as it will be stored; raises AdmissionDenied."""
+    if _exempt(request):
+        return
     chosen = [
         hook for hook in configurations.validating if hook.should_call(request, namespace_labels)
     ]
-    _validate(chosen, request, sink)
-    return None if request.operation == "DELETE" else request.obj
+    _validate(chosen, request, [] if warnings is None else warnings)
+
+
+def _exempt(request: AdmissionRequest) -> bool:
+    """Webhook configurations are never sent to webhooks, so a bad hook cannot lock itself in."""
+    return request.kind["group"] == ADMISSION_GROUP and request.kind["kind"] in _EXEMPT_KINDS
 
 
 def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:

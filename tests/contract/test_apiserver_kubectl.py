@@ -149,7 +149,7 @@ def test_server_side_apply_drops_own_fields_and_keeps_others(
         check=False,
     )
     assert conflict.returncode == 1
-    assert "conflict" in conflict.stderr.lower()
+    assert 'Apply failed with 1 conflict: conflict with "one": .data.a' in conflict.stderr
 
 
 def test_get_watch_sees_an_update(cluster: Cluster, kubeconfig: Path) -> None:

@@ -18,7 +18,7 @@ import trustme
 from kubernetes import client as k8s_client
 
 from tests.conftest import Cluster
-from tests.unit.test_apiserver_webhooks import WebhookServer, closed_port, denied, patched
+from tests.webhook_server import WebhookServer, closed_port, denied, patched
 
 
 @pytest.fixture
@@ -209,3 +209,37 @@ def test_a_configuration_the_api_would_not_store_is_refused(cluster: Cluster, ku
         f'The ValidatingWebhookConfiguration "{name}" is invalid: webhooks[0].clientConfig.url: '
         "Invalid value: \"http://127.0.0.1:8443/validate\": 'https' is the only allowed URL scheme"
     )
+
+
+def test_an_object_the_server_finds_invalid_never_reaches_a_validating_webhook(
+    cluster: Cluster, kubeconfig: Path, webhook: WebhookServer
+):
+    prefix = cluster.unique("invalid")
+    webhook.answer = lambda _: denied("the webhook should not have been asked")
+    register(cluster, "Validating", at(webhook), prefix)
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": f"{prefix}-a", "labels": {"team": "~"}},
+    }
+
+    result = kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(manifest))
+
+    assert result.returncode == 1
+    assert "is invalid" in result.stderr
+    assert 'metadata.labels: Invalid value: "~"' in result.stderr
+    assert webhook.reviews == []
+
+
+def test_a_webhooks_warnings_reach_the_kubectl_user(
+    cluster: Cluster, kubeconfig: Path, webhook: WebhookServer
+):
+    prefix = cluster.unique("warned")
+    webhook.answer = lambda _: {"allowed": True, "warnings": ['quota "small" is nearly used']}
+    register(cluster, "Validating", at(webhook), prefix)
+
+    created = kubectl(kubeconfig, "create", "namespace", f"{prefix}-a")
+
+    assert created.returncode == 0, created.stderr
+    delete_later(cluster, f"{prefix}-a")
+    assert 'Warning: quota "small" is nearly used' in created.stderr.splitlines()

@@ -7,14 +7,9 @@ webhook server on 127.0.0.1 with a certificate from a test CA, as kube-apiserver
 from __future__ import annotations
 
 import base64
-import functools
 import json
-import socket
-import ssl
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,6 +24,14 @@ from tests.apiserver.webhooks import (
     rule_matches,
     selector_matches,
 )
+from tests.webhook_server import (
+    EMPTY_REVIEW,
+    Raw,
+    WebhookServer,
+    closed_port,
+    denied,
+    patched,
+)
 
 # object is null on DELETE and oldObject on CREATE: selecting a field of null is an error, which
 # failurePolicy Fail turns into a refused request, so both sides must be guarded.
@@ -41,73 +44,7 @@ NAMESPACES = {"group": "", "version": "v1", "resource": "namespaces"}
 CONFIGMAPS = {"group": "", "version": "v1", "resource": "configmaps"}
 # For tests of matching alone: a call would fail, so a test that wrongly calls cannot pass.
 NEVER_CALLED = "https://webhook.invalid/never-called"
-EMPTY_REVIEW = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}
 ANY_RULE = {"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}
-
-
-@dataclass
-class Raw:
-    """An answer sent byte for byte, for webhooks that misbehave."""
-
-    code: int
-    body: bytes
-
-
-Answer = Callable[[dict[str, Any]], "dict[str, Any] | Raw"]
-
-
-def allow(_: dict[str, Any]) -> dict[str, Any]:
-    return {"allowed": True}
-
-
-class WebhookServer:
-    """A real admission webhook over HTTPS on 127.0.0.1; tests choose what it answers."""
-
-    def __init__(self, ca: trustme.CA) -> None:
-        self.answer: Answer = allow
-        self.reviews: list[dict[str, Any]] = []
-        self.paths: list[str] = []
-        self.ca_bundle = base64.b64encode(ca.cert_pem.bytes()).decode()
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ca.issue_cert("127.0.0.1").configure_cert(context)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
-        serve = functools.partial(self._httpd.serve_forever, poll_interval=0.02)
-        self._thread = threading.Thread(target=serve, daemon=True)
-        self._thread.start()
-
-    def url(self, path: str = "/validate") -> str:
-        return f"https://127.0.0.1:{self._httpd.server_address[1]}{path}"
-
-    def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.reviews.append(review)
-                server.paths.append(self.path)
-                answer = server.answer(review["request"])
-                if isinstance(answer, Raw):
-                    code, body = answer.code, answer.body
-                else:
-                    response = {"uid": review["request"]["uid"], **answer}
-                    code, body = 200, json.dumps({**EMPTY_REVIEW, "response": response}).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *_: Any) -> None:
-                """Keep test output clean."""
-
-        return Handler
 
 
 @pytest.fixture(scope="module")
@@ -180,23 +117,6 @@ def request(
         "options": None,
     }
     return AdmissionRequest(**{**values, **fields})
-
-
-def denied(message: str, **status: Any) -> dict[str, Any]:
-    """A refusing answer with the given Status fields."""
-    return {"allowed": False, "status": {"message": message, **status}}
-
-
-def patched(*operations: dict) -> dict[str, Any]:
-    """An allowing answer that carries a JSON patch."""
-    encoded = base64.b64encode(json.dumps(list(operations)).encode()).decode()
-    return {"allowed": True, "patchType": "JSONPatch", "patch": encoded}
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def denial(configurations: WebhookConfigurations, req: AdmissionRequest) -> dict:
