@@ -35,6 +35,7 @@ class LoggedRequest:
     verb: str
     user_agent: str
     user: str
+    groups: tuple[str, ...] = ()
 
 
 @dataclass

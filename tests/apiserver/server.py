@@ -244,6 +244,7 @@ class _Handler(BaseHTTPRequestHandler):
                     verb,
                     self.headers.get("User-Agent", ""),
                     user["username"],
+                    tuple(user.get("groups") or ()),
                 )
             )
             self._inject_faults(path)

@@ -26,6 +26,9 @@ class Change:
     group: str
     plural: str
     obj: dict[str, Any]
+    # The object before this change (None for ADDED): a watch with a selector needs it to tell
+    # MODIFIED from "started matching" (ADDED) and "stopped matching" (DELETED).
+    old: dict[str, Any] | None = None
 
     @property
     def namespace(self) -> str:
@@ -104,12 +107,13 @@ class Store:
         with self.changed:
             key = key_of(group, plural, obj)
             stored = copy.deepcopy(obj)
-            event = "MODIFIED" if key in self._objects else "ADDED"
+            previous = self._objects.get(key)
+            event = "ADDED" if previous is None else "MODIFIED"
             self._rv += 1
             stored["metadata"]["resourceVersion"] = str(self._rv)
             self._objects[key] = stored
             self._uids[stored["metadata"]["uid"]] = key
-            self._record(Change(self._rv, event, group, plural, stored))
+            self._record(Change(self._rv, event, group, plural, stored, previous))
             return stored
 
     def remove(self, group: str, plural: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +125,7 @@ class Store:
             self._rv += 1
             final = copy.deepcopy(current)
             final["metadata"]["resourceVersion"] = str(self._rv)
-            self._record(Change(self._rv, "DELETED", group, plural, final))
+            self._record(Change(self._rv, "DELETED", group, plural, final, current))
             return final
 
     def changes_after(self, rv: int) -> list[Change]:

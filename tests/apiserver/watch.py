@@ -46,18 +46,21 @@ def _bookmark(resource: Resource, rv: int, initial_end: bool = False) -> Event:
 
 
 class _Matcher:
-    """Turns store changes into the events this watch reports, tracking which keys it showed."""
+    """Turns store changes into the events this watch reports.
+
+    As in kube-apiserver's watch cache, the event type comes from whether the object before
+    and after the change matches the selector, so a watch resumed from a resourceVersion
+    reports the same types as one that saw everything.
+    """
 
     def __init__(self, resource: Resource, namespace: str | None, predicate: Predicate):
         self.resource = resource
         self.namespace = namespace
         self.predicate = predicate
-        self.shown: set[tuple[str, str]] = set()
 
     def initial(self, obj: dict[str, Any]) -> Event | None:
         if not self.predicate(obj):
             return None
-        self.shown.add(_key(obj))
         return {"type": "ADDED", "object": obj}
 
     def event(self, change: Change) -> Event | None:
@@ -65,25 +68,13 @@ class _Matcher:
             return None
         if self.namespace is not None and change.namespace != self.namespace:
             return None
-        key = _key(change.obj)
-        matches = self.predicate(change.obj)
+        was = change.old is not None and self.predicate(change.old)
         if change.type == "DELETED":
-            if not matches and key not in self.shown:
-                return None
-            self.shown.discard(key)
-            return {"type": "DELETED", "object": change.obj}
-        if matches:
-            kind = change.type if key in self.shown or change.type == "ADDED" else "ADDED"
-            self.shown.add(key)
-            return {"type": kind, "object": change.obj}
-        if key in self.shown:
-            self.shown.discard(key)
-            return {"type": "DELETED", "object": change.obj}
-        return None
-
-
-def _key(obj: dict[str, Any]) -> tuple[str, str]:
-    return (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+            return {"type": "DELETED", "object": change.obj} if was else None
+        now = self.predicate(change.obj)
+        if now:
+            return {"type": "MODIFIED" if was else "ADDED", "object": change.obj}
+        return {"type": "DELETED", "object": change.obj} if was else None
 
 
 def stream(

@@ -162,3 +162,38 @@ def test_dropped_watch_ends_the_stream(cluster: Cluster, apiserver: ApiServer, c
     assert summary(watcher.next()) == ("ADDED", "a")
     apiserver.drop_watches()
     assert watcher.next() is None
+
+
+def test_a_watch_resumed_from_a_version_reports_updates_as_modified(cluster: Cluster, core) -> None:
+    ns = cluster.namespace()
+    created = core.create_namespaced_config_map(ns, {"metadata": {"name": "old", "labels": {}}})
+    core.patch_namespaced_config_map("old", ns, {"data": {"a": "1"}})
+    core.patch_namespaced_config_map("old", ns, {"metadata": {"labels": {"watched": "yes"}}})
+    core.patch_namespaced_config_map("old", ns, {"metadata": {"labels": {"watched": None}}})
+    core.delete_namespaced_config_map("old", ns)
+    watcher = Watcher(
+        core.list_namespaced_config_map,
+        namespace=ns,
+        resource_version=created.metadata.resource_version,
+        timeout_seconds=10,
+    )
+    assert [summary(watcher.next()) for _ in range(4)] == [
+        ("MODIFIED", "old"),
+        ("MODIFIED", "old"),
+        ("MODIFIED", "old"),
+        ("DELETED", "old"),
+    ]
+    selected = Watcher(
+        core.list_namespaced_config_map,
+        namespace=ns,
+        resource_version=created.metadata.resource_version,
+        label_selector="watched=yes",
+        timeout_seconds=10,
+    )
+    # Selector semantics: starting to match is ADDED, stopping is DELETED, the delete of an
+    # object that no longer matches is not reported.
+    assert [summary(selected.next()) for _ in range(2)] == [("ADDED", "old"), ("DELETED", "old")]
+    core.create_namespaced_config_map(
+        ns, {"metadata": {"name": "marker", "labels": {"watched": "yes"}}}
+    )
+    assert summary(selected.next()) == ("ADDED", "marker")
