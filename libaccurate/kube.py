@@ -9,6 +9,7 @@ decision rather than hidden in a generated client.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -223,6 +224,14 @@ class Kube:
             impersonate_groups=options.impersonate_groups,
             user_agent=user_agent,
         )
+
+    def with_timeout(self, seconds: float) -> Kube:
+        """The same connection with every request bounded by ``seconds`` (or the tighter timeout
+        it already had), for callers such as leader election that must never hang on a dead
+        connection whatever the user's --request-timeout says."""
+        bounded = copy.copy(self)
+        bounded.timeout = min(self.timeout, seconds) if self.timeout else seconds
+        return bounded
 
     def request(
         self,

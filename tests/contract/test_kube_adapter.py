@@ -220,3 +220,14 @@ def test_request_timeouts_read_like_kubectls(text: str, seconds: float | None) -
 def test_bad_request_timeouts_are_refused(text: str) -> None:
     with pytest.raises(KubeError, match="invalid --request-timeout"):
         parse_duration(text)
+
+
+@pytest.mark.fault_injection
+def test_a_bounded_copy_gives_up_on_a_slow_server(kube: Kube, apiserver: ApiServer) -> None:
+    apiserver.delay(1.0, path="^/api/v1/namespaces/default$")
+    bounded = kube.with_timeout(0.2)
+    assert bounded.with_timeout(5).timeout == 0.2
+    with pytest.raises(KubeError, match="cannot reach the API server"):
+        bounded.get("/api/v1/namespaces/default")
+    assert kube.timeout is None
+    assert kube.get("/api/v1/namespaces/default")["metadata"]["name"] == "default"

@@ -1,0 +1,67 @@
+"""controller.metrics: the /metrics body as Prometheus reads it, parsed with prometheus_client's
+own text parser."""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from controller.metrics import Metrics
+
+
+def samples(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of the exposition, keyed by name and sorted labels."""
+    body, _ = metrics.exposition()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(body.decode())
+        for sample in family.samples
+    }
+
+
+def test_a_fresh_registry_exposes_the_unlabelled_series_at_zero() -> None:
+    body, content_type = Metrics().exposition()
+    assert content_type.startswith("text/plain; version=")
+    found = samples(Metrics())
+    assert found[("accurate_reconcile_passes_total", ())] == 0
+    assert found[("accurate_reconcile_duration_seconds_count", ())] == 0
+    assert found[("accurate_leader", ())] == 0
+    assert b"# HELP accurate_actions_total" in body
+
+
+def test_every_observation_shows_up_under_its_name_and_labels() -> None:
+    metrics = Metrics()
+    metrics.observe_pass(0.2)
+    metrics.observe_pass(3.0)
+    metrics.count_action("CreateCopy", "ok")
+    metrics.count_action("CreateCopy", "ok")
+    metrics.count_action("DeleteCopy", "error")
+    metrics.count_api_error(409)
+    metrics.set_cache_size("ConfigMap", 12)
+    metrics.set_cache_size("ConfigMap", 10)
+    metrics.observe_webhook("/validate-v1-namespace", True, 0.004)
+    metrics.observe_webhook("/validate-v1-namespace", False, 0.02)
+    metrics.set_leader(True)
+    found = samples(metrics)
+    assert found[("accurate_reconcile_passes_total", ())] == 2
+    assert found[("accurate_reconcile_duration_seconds_sum", ())] == 3.2
+    assert found[("accurate_reconcile_duration_seconds_bucket", (("le", "0.25"),))] == 1
+    action = ("action", "CreateCopy")
+    assert found[("accurate_actions_total", (action, ("result", "ok")))] == 2
+    assert found[("accurate_actions_total", (("action", "DeleteCopy"), ("result", "error")))] == 1
+    assert found[("accurate_api_errors_total", (("code", "409"),))] == 1
+    assert found[("accurate_cache_objects", (("kind", "ConfigMap"),))] == 10
+    path = ("path", "/validate-v1-namespace")
+    assert found[("accurate_webhook_requests_total", (("allowed", "true"), path))] == 1
+    assert found[("accurate_webhook_requests_total", (("allowed", "false"), path))] == 1
+    assert found[("accurate_webhook_duration_seconds_count", (path,))] == 2
+    assert found[("accurate_leader", ())] == 1
+    metrics.set_leader(False)
+    assert samples(metrics)[("accurate_leader", ())] == 0
+
+
+def test_two_controllers_in_one_process_do_not_share_counts() -> None:
+    first, second = Metrics(), Metrics()
+    first.observe_pass(1.0)
+    assert samples(first)[("accurate_reconcile_passes_total", ())] == 1
+    assert samples(second)[("accurate_reconcile_passes_total", ())] == 0
+    assert not any(name.startswith("python_") for name, _ in samples(first))
