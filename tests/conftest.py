@@ -105,6 +105,13 @@ def _session_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pat
         server.stop()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_kubectl_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubectl caches discovery per host:port for hours; test servers reuse ports and define
+    different CRDs, so every test's kubectl starts from its own empty cache."""
+    monkeypatch.setenv("KUBECACHEDIR", str(tmp_path / "kubectl-cache"))
+
+
 @pytest.fixture
 def cluster(_session_api: tuple[Path, Any, ApiServer | None]) -> Iterator[Cluster]:
     """A fresh cluster per test (in memory: reset; real: clean up what the test registered)."""
