@@ -1,4 +1,4 @@
-"""The kubeconfig clients use to reach a test server: its CA, its URL and the admin's token."""
+"""The kubeconfig clients use to reach a test server: its CA, its URL and a user's token."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import yaml
 CONTEXT = "accurate-test"
 
 
-def kubeconfig(url: str, ca_pem: bytes, token: str, namespace: str = "default") -> dict:
+def kubeconfig(
+    url: str, ca_pem: bytes, token: str, user: str = "admin", namespace: str = "default"
+) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "Config",
@@ -23,11 +25,11 @@ def kubeconfig(url: str, ca_pem: bytes, token: str, namespace: str = "default") 
                 },
             }
         ],
-        "users": [{"name": "admin", "user": {"token": token}}],
+        "users": [{"name": user, "user": {"token": token}}],
         "contexts": [
             {
                 "name": CONTEXT,
-                "context": {"cluster": CONTEXT, "user": "admin", "namespace": namespace},
+                "context": {"cluster": CONTEXT, "user": user, "namespace": namespace},
             }
         ],
         "current-context": CONTEXT,
@@ -35,7 +37,7 @@ def kubeconfig(url: str, ca_pem: bytes, token: str, namespace: str = "default") 
     }
 
 
-def write_kubeconfig(path: Path, url: str, ca_pem: bytes, token: str) -> Path:
-    path.write_text(yaml.safe_dump(kubeconfig(url, ca_pem, token), sort_keys=False))
+def write_kubeconfig(path: Path, url: str, ca_pem: bytes, token: str, user: str = "admin") -> Path:
+    path.write_text(yaml.safe_dump(kubeconfig(url, ca_pem, token, user), sort_keys=False))
     path.chmod(0o600)
     return path

@@ -1,9 +1,9 @@
 """Decoding the protobuf request bodies kubectl sends for built-in kinds.
 
-kubectl's ``create namespace|configmap|secret|role...`` commands use client-go's typed clients,
-which since 1.32 send ``application/vnd.kubernetes.protobuf`` and never fall back to JSON. This
-module reads the k8s envelope and the generated.proto layouts of the kinds those commands
-produce into the JSON form; other kinds are answered 415 by the caller.
+kubectl's ``create namespace|configmap|secret|role...`` and ``auth can-i`` commands use
+client-go's typed clients, which since 1.32 send ``application/vnd.kubernetes.protobuf`` and
+never fall back to JSON. This module reads the k8s envelope and the generated.proto layouts of
+the kinds those commands produce into the JSON form; other kinds are answered 415 by the caller.
 """
 
 from __future__ import annotations
@@ -55,6 +55,24 @@ _SUBJECT: Layout = {
 }
 _ROLE_REF: Layout = {1: ("apiGroup", "string"), 2: ("kind", "string"), 3: ("name", "string")}
 _NAME_ONLY: Layout = {1: ("name", "string")}
+_RESOURCE_ATTRIBUTES: Layout = {
+    1: ("namespace", "string"),
+    2: ("verb", "string"),
+    3: ("group", "string"),
+    4: ("version", "string"),
+    5: ("resource", "string"),
+    6: ("subresource", "string"),
+    7: ("name", "string"),
+}
+_NON_RESOURCE_ATTRIBUTES: Layout = {1: ("path", "string"), 2: ("verb", "string")}
+_ACCESS_REVIEW_SPEC: Layout = {
+    1: ("resourceAttributes", _RESOURCE_ATTRIBUTES),
+    2: ("nonResourceAttributes", _NON_RESOURCE_ATTRIBUTES),
+    3: ("user", "string"),
+    4: ("groups", _STRINGS),
+    6: ("uid", "string"),
+}
+_SUBJECT_ACCESS_REVIEW: Layout = {1: ("metadata", _OBJECT_META), 2: ("spec", _ACCESS_REVIEW_SPEC)}
 
 LAYOUTS: dict[str, Layout] = {
     "Namespace": {
@@ -90,6 +108,14 @@ LAYOUTS: dict[str, Layout] = {
         1: ("metadata", _OBJECT_META),
         2: ("subjects", ("list", _SUBJECT)),
         3: ("roleRef", _ROLE_REF),
+    },
+    # The self reviews' specs are the first fields of the subject reviews' spec.
+    "SelfSubjectAccessReview": _SUBJECT_ACCESS_REVIEW,
+    "SubjectAccessReview": _SUBJECT_ACCESS_REVIEW,
+    "LocalSubjectAccessReview": _SUBJECT_ACCESS_REVIEW,
+    "SelfSubjectRulesReview": {
+        1: ("metadata", _OBJECT_META),
+        2: ("spec", {1: ("namespace", "string")}),
     },
 }
 _UNKNOWN: Layout = {

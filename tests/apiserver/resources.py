@@ -56,6 +56,7 @@ def _builtin(
 
 
 RBAC = "rbac.authorization.k8s.io"
+AUTHORIZATION = "authorization.k8s.io"
 ADMISSION = "admissionregistration.k8s.io"
 APIEXTENSIONS = "apiextensions.k8s.io"
 
@@ -129,11 +130,29 @@ BUILTINS: tuple[Resource, ...] = (
         has_generation=True,
     ),
     _builtin(
-        "authorization.k8s.io",
+        AUTHORIZATION,
         "v1",
         "selfsubjectaccessreviews",
         "SelfSubjectAccessReview",
         False,
+        verbs=("create",),
+    ),
+    _builtin(
+        AUTHORIZATION,
+        "v1",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        False,
+        verbs=("create",),
+    ),
+    _builtin(
+        AUTHORIZATION, "v1", "subjectaccessreviews", "SubjectAccessReview", False, verbs=("create",)
+    ),
+    _builtin(
+        AUTHORIZATION,
+        "v1",
+        "localsubjectaccessreviews",
+        "LocalSubjectAccessReview",
         verbs=("create",),
     ),
 )
@@ -142,7 +161,7 @@ BUILTINS: tuple[Resource, ...] = (
 BUILTIN_GROUP_ORDER = (
     "",
     "events.k8s.io",
-    "authorization.k8s.io",
+    AUTHORIZATION,
     "apps",
     RBAC,
     "networking.k8s.io",

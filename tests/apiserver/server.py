@@ -1,7 +1,8 @@
-"""The HTTPS front: authentication, routing, query parameters, content negotiation, streaming.
+"""The HTTPS front: authentication, authorization, routing, query parameters, content
+negotiation, streaming.
 
 ``ApiServer`` ties the parts together and is what tests hold: start/stop, reset between tests,
-the kubeconfig, fault injection and the request log.
+users and their kubeconfigs, fault injection and the request log.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import ssl
 import sys
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -21,23 +23,27 @@ from urllib.parse import parse_qs, urlsplit
 
 import trustme
 
-from tests.apiserver import discovery, errors, openapi, protobuf, tables
+from tests.apiserver import bootstrap_policy, discovery, errors, openapi, protobuf, tables
+from tests.apiserver.access_review import AccessReviews
 from tests.apiserver.admission import Admission
-from tests.apiserver.api import Api, Caller
+from tests.apiserver.aggregation import ClusterRoleAggregation, settled
+from tests.apiserver.api import APPLY_PATCH, Api, Caller
+from tests.apiserver.authentication import ADMIN, Users, impersonate
 from tests.apiserver.background import BackgroundLoop
 from tests.apiserver.errors import ApiError
+from tests.apiserver.escalation import EscalationGuard
 from tests.apiserver.faults import Faults, LoggedRequest, reason_for
 from tests.apiserver.gc import GarbageCollector
 from tests.apiserver.kubeconfig import write_kubeconfig
-from tests.apiserver.resources import Registry, Resource
-from tests.apiserver.routing import ResourcePath, parse_resource_path, verb_of
+from tests.apiserver.rbac import Attributes, Authorizer, request_attributes
+from tests.apiserver.resources import RBAC, Registry, Resource
+from tests.apiserver.routing import ResourcePath, parse_resource_path
 from tests.apiserver.selectors import selector
 from tests.apiserver.store import Store
 from tests.apiserver.termination import Termination
 from tests.apiserver.watch import WatchOptions, stream
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-ADMIN = {"username": "admin", "groups": ["system:masters", "system:authenticated"]}
 
 
 class ApiServer:
@@ -47,9 +53,17 @@ class ApiServer:
         self.store = Store(history)
         self.registry = Registry()
         self.faults = Faults()
-        self.api = Api(self.store, self.registry, Admission(self.store))
+        self.authorizer = Authorizer(self.store)
+        self.api = Api(
+            self.store,
+            self.registry,
+            Admission(self.store),
+            EscalationGuard(self.authorizer),
+            AccessReviews(self.authorizer),
+        )
         self.bookmark_interval = bookmark_interval
         self.token = secrets.token_hex(16)
+        self.users = Users(self.token)
         self.ca = trustme.CA()
         self._cert = self.ca.issue_cert("127.0.0.1", "localhost")
         self._stopping = threading.Event()
@@ -63,7 +77,8 @@ class ApiServer:
         )
         self.httpd.apiserver = self  # type: ignore[attr-defined]
         self.controllers = BackgroundLoop(
-            self.store, [Termination(self.api), GarbageCollector(self.api)]
+            self.store,
+            [Termination(self.api), GarbageCollector(self.api), ClusterRoleAggregation(self.api)],
         )
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -93,21 +108,39 @@ class ApiServer:
         return self._stopping.is_set()
 
     def reset(self) -> None:
-        """Back to a fresh cluster: only the initial namespaces, no faults, an empty log."""
+        """Back to a fresh cluster: the initial namespaces and RBAC policy (aggregated), only the
+        admin user, no faults, an empty log."""
         self.store.reset()
         self.registry.set_crds([])
+        self.users.reset()
         self.faults.reset()
         self.faults.drop_watches()
-        namespaces = self.registry.find("", "v1", "namespaces")
-        assert namespaces is not None
-        for name in INITIAL_NAMESPACES:
-            self.api.create(namespaces, "", {"metadata": {"name": name}}, Caller(ADMIN))
+        self._create(
+            "", "namespaces", [{"metadata": {"name": name}} for name in INITIAL_NAMESPACES]
+        )
+        self._create(RBAC, "clusterroles", settled(bootstrap_policy.cluster_roles()))
+        self._create(RBAC, "clusterrolebindings", bootstrap_policy.cluster_role_bindings())
+
+    def _create(self, group: str, plural: str, objects: list[dict[str, Any]]) -> None:
+        """As kube-apiserver makes them at startup (its field manager is its own name)."""
+        resource = self.registry.find(group, "v1", plural)
+        assert resource is not None
+        for obj in objects:
+            self.api.create(resource, "", obj, Caller(ADMIN, field_manager="kube-apiserver"))
 
     def set_watch_history(self, size: int) -> None:
         self.store.set_history(size)
 
-    def write_kubeconfig(self, path: Path) -> Path:
-        return write_kubeconfig(path, self.url, self.ca_pem, self.token)
+    def add_user(self, name: str, groups: Sequence[str] = ()) -> str:
+        """A user (in ``system:authenticated`` and ``groups``) and their bearer token; they may
+        do what RBAC grants them. Forgotten at ``reset``."""
+        return self.users.add(name, groups)
+
+    def write_kubeconfig(self, path: Path, user: str | None = None) -> Path:
+        """A kubeconfig for the admin, or for a user made with ``add_user``."""
+        if user is None:
+            return write_kubeconfig(path, self.url, self.ca_pem, self.token)
+        return write_kubeconfig(path, self.url, self.ca_pem, self.users.token_of(user), user)
 
     # Fault injection and the request log, for tests.
 
@@ -134,25 +167,6 @@ class ApiServer:
 
     def clear_requests(self) -> None:
         self.faults.clear_requests()
-
-
-def _caller_identity(headers: Any) -> dict[str, Any]:
-    """The admin, or the user it impersonates (RBAC for them is not evaluated yet)."""
-    user = headers.get("Impersonate-User")
-    if not user:
-        return ADMIN
-    groups = headers.get_all("Impersonate-Group") or []
-    info: dict[str, Any] = {"username": user, "groups": [*groups, "system:authenticated"]}
-    if headers.get("Impersonate-Uid"):
-        info["uid"] = headers["Impersonate-Uid"]
-    extra = {
-        key[len("Impersonate-Extra-") :].lower(): headers.get_all(key)
-        for key in headers
-        if key.lower().startswith("impersonate-extra-")
-    }
-    if extra:
-        info["extra"] = extra
-    return info
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -228,30 +242,28 @@ class _Handler(BaseHTTPRequestHandler):
         query = {key: values[-1] for key, values in parse_qs(url.query, True).items()}
         path = url.path.rstrip("/") or "/"
         try:
-            self._authenticate()
+            server = self.apiserver
+            user = server.users.authenticate(self.headers.get("Authorization"))
+            user = impersonate(self.headers, user, server.authorizer)
             resource_path = parse_resource_path(path)
-            verb = (
-                verb_of(self.command, resource_path, query.get("watch") in ("true", "1"))
-                if resource_path
-                else self.command.lower()
-            )
-            user = _caller_identity(self.headers)
-            self.apiserver.faults.log(
+            attributes = request_attributes(user, self.command, path, resource_path, query)
+            server.faults.log(
                 LoggedRequest(
                     self.command,
                     path,
                     url.query,
-                    verb,
+                    attributes.verb,
                     self.headers.get("User-Agent", ""),
                     user["username"],
                     tuple(user.get("groups") or ()),
                 )
             )
             self._inject_faults(path)
+            server.authorizer.require(attributes)
             if resource_path is None:
                 self._serve_non_resource(path)
             else:
-                self._serve_resource(resource_path, verb, query, user)
+                self._serve_resource(resource_path, attributes, query)
         except ApiError as error:
             self._body()
             self._send_json(error.code, error.status)
@@ -260,11 +272,6 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as error:
             traceback.print_exc(file=sys.stderr)
             self._send_json(500, ApiError(500, "InternalError", f"internal error: {error}").status)
-
-    def _authenticate(self) -> None:
-        expected = f"Bearer {self.apiserver.token}"
-        if self.headers.get("Authorization") != expected:
-            raise errors.unauthorized()
 
     def _inject_faults(self, path: str) -> None:
         self.apiserver.faults.wait_latency(self.command, path)
@@ -314,8 +321,9 @@ class _Handler(BaseHTTPRequestHandler):
     # -- resources ---------------------------------------------------------------------------
 
     def _serve_resource(
-        self, where: ResourcePath, verb: str, query: dict[str, str], user: dict[str, Any]
+        self, where: ResourcePath, attributes: Attributes, query: dict[str, str]
     ) -> None:
+        verb, user = attributes.verb, dict(attributes.user)
         resource = self.apiserver.registry.find(where.group, where.version, where.plural)
         if resource is None:
             raise errors.path_not_found()
@@ -359,6 +367,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif verb == "patch":
             assert where.name is not None
             content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            if content_type == APPLY_PATCH:
+                self._authorize_create_by_apply(resource, attributes)
             patched, created = api.patch(
                 resource,
                 namespace,
@@ -389,6 +399,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, removed)
         else:
             raise errors.method_not_supported(resource.group, resource.plural, verb)
+
+    def _authorize_create_by_apply(self, resource: Resource, attributes: Attributes) -> None:
+        """An apply that creates the object must also be allowed to ``create`` it."""
+        where = (attributes.namespace if resource.namespaced else "", attributes.name)
+        if self.apiserver.store.get(resource.group, resource.plural, *where) is not None:
+            return
+        decision = self.apiserver.authorizer.authorize(replace(attributes, verb="create"))
+        if not decision.allowed:
+            raise errors.forbidden(
+                attributes.group, attributes.resource, attributes.name, decision.reason
+            )
 
     def _wants_table(self) -> bool:
         accept = self.headers.get("Accept") or ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,10 @@ class Change:
         return str(self.obj["metadata"].get("namespace", ""))
 
 
+# Told every change as it is made, under the store's lock, and None when everything is forgotten.
+Listener = Callable[[Change | None], None]
+
+
 class Expired(Exception):
     """The requested resourceVersion is older than the kept history."""
 
@@ -57,6 +62,7 @@ class Store:
         self._log: deque[Change] = deque(maxlen=history)
         self._rv = 1
         self._compacted = 1
+        self._listeners: list[Listener] = []
 
     @property
     def resource_version(self) -> int:
@@ -76,7 +82,15 @@ class Store:
             self._uids.clear()
             self._log.clear()
             self._compacted = self._rv
+            for listener in self._listeners:
+                listener(None)
             self.changed.notify_all()
+
+    def subscribe(self, listener: Listener) -> None:
+        """Keep ``listener`` informed, synchronously: a cache kept this way (RBAC's index) is
+        never behind the store, unlike one fed by a watch."""
+        with self.changed:
+            self._listeners.append(listener)
 
     def get(self, group: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The stored object (read-only) or None."""
@@ -154,6 +168,8 @@ class Store:
         elif len(self._log) == self._log.maxlen:
             self._compacted = self._log.popleft().rv
         self._log.append(change)
+        for listener in self._listeners:
+            listener(change)
         self.changed.notify_all()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import re
 import socket
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -177,8 +178,8 @@ def test_impersonation_headers_reach_the_server(kubeconfig: Path, apiserver: Api
         kubeconfig=str(kubeconfig), impersonate="alice", impersonate_groups=("team-a", "devs")
     )
     apiserver.clear_requests()
-    Kube.connect(options).get("/api/v1/namespaces/default")
-    (logged,) = [r for r in apiserver.requests if r.path == "/api/v1/namespaces/default"]
+    Kube.connect(options).get("/version")  # every authenticated user may read it
+    (logged,) = [r for r in apiserver.requests if r.path == "/version"]
     assert logged.user == "alice"
     assert logged.groups[:2] == ("team-a", "devs")
 
@@ -231,3 +232,58 @@ def test_a_bounded_copy_gives_up_on_a_slow_server(kube: Kube, apiserver: ApiServ
         bounded.get("/api/v1/namespaces/default")
     assert kube.timeout is None
     assert kube.get("/api/v1/namespaces/default")["metadata"]["name"] == "default"
+
+
+@pytest.mark.fault_injection
+def test_requests_after_watches_never_get_a_connection_the_watch_left_closed(
+    kubeconfig: Path, cluster: Cluster, apiserver: ApiServer
+) -> None:
+    kube = Kube(load_configuration(ConnectionOptions(kubeconfig=str(kubeconfig))), pool_size=1)
+    namespace = cluster.namespace("adapter")
+    path = resource_path("", "v1", "configmaps", namespace)
+    start = kube.list_objects(path)["metadata"]["resourceVersion"]
+    apiserver.set_watch_history(1)
+    try:
+        for name in ("a", "b"):
+            kube.create(path, {"metadata": {"name": name}})
+        for _ in range(50):
+            # The server ends each of these watches at once (410) and closes its connection.
+            with pytest.raises(ApiError):
+                list(kube.watch(path, start, timeout_seconds=5))
+            assert kube.get(path)["items"]
+    finally:
+        apiserver.set_watch_history(10000)
+
+
+def test_a_watch_cut_off_mid_stream_is_a_kube_error() -> None:
+    """A server that dies in the middle of a chunk: the caller must learn the stream broke."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+
+        def serve_half_an_event() -> None:
+            connection, _ = listener.accept()
+            with connection:
+                connection.recv(65536)
+                head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                whole = b'{"type":"ADDED","object":{"metadata":{"name":"a"}}}\n'
+                half = b'{"type":"MOD'
+                connection.sendall(
+                    head
+                    + f"{len(whole):x}\r\n".encode()
+                    + whole
+                    + b"\r\n"
+                    + f"{len(half) + 20:x}\r\n".encode()
+                    + half
+                )
+
+        server = threading.Thread(target=serve_half_an_event, daemon=True)
+        server.start()
+        kube = Kube.connect(ConnectionOptions(server=f"http://127.0.0.1:{port}"))
+        seen = []
+        with pytest.raises(KubeError, match="broke off"):
+            for event in kube.watch("/api/v1/namespaces", "1"):
+                seen.append(event["type"])
+        server.join(5)
+    assert seen == ["ADDED"]
