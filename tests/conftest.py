@@ -22,6 +22,10 @@ from kubernetes import config as k8s_config
 
 from tests.apiserver.server import ApiServer
 
+# Fixtures that run our webhook server and register it with the cluster, for every test that
+# needs admission as users meet it. Registered here so pytest rewrites their asserts too.
+pytest_plugins = ["tests.e2e.webhooks"]
+
 REAL_KUBECONFIG_ENV = "ACCURATE_TEST_KUBECONFIG"
 NEEDS_SERVER = "needs the in-memory API server's internals (not available on a real cluster)"
 

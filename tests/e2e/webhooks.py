@@ -1,0 +1,298 @@
+"""Run accurate-controller's webhook server in the test process and register it with the cluster.
+
+The registration is what the end-to-end suite does on a real cluster too: the webhook
+configurations and the CRD come from the rendered deploy manifests (same rules, same
+matchConditions), with each ``clientConfig`` pointed at ``https://127.0.0.1:<port>`` and the test
+CA instead of the in-cluster Service. tests/conftest.py registers these fixtures for every test:
+
+- ``webhooks``: the server, with the default flags, registered and answering;
+- ``start_webhooks(allow_cascading_deletion=..., naming_policies=..., manifests=...)``: the same
+  with other flags, or registered from another kustomize directory under controller/config;
+- ``subnamespace_crd``: the SubNamespace CRD installed (also done by the two above).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import functools
+import json
+import os
+import subprocess
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+import yaml
+
+from controller.webhook import WebhookServer
+from libaccurate.config import NamingPolicy
+from libaccurate.constants import (
+    FINALIZER,
+    GROUP,
+    LABEL_PARENT,
+    LABEL_TYPE,
+    SUBNAMESPACE_CRD_NAME,
+    SUBNAMESPACE_PLURAL,
+    TYPE_ROOT,
+)
+from libaccurate.forest import Forest
+from libaccurate.kube import ApiError, ConnectionOptions, Kube, resource_path
+from tests.conftest import Cluster
+from tests.contract.helpers import wait_for
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "controller" / "config"
+WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+NAMESPACES = resource_path("", "v1", "namespaces")
+CRDS = resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+# A real API server may take a moment to see a new webhook configuration or CRD.
+REGISTRATION_TIMEOUT = 30.0
+DELETION_TIMEOUT = 120.0
+
+
+def render(directory: Path) -> list[dict[str, Any]]:
+    """The objects ``kubectl kustomize`` renders from a kustomize directory (fresh copies)."""
+    return [obj for obj in yaml.safe_load_all(_kustomize(directory)) if obj]
+
+
+@functools.cache
+def _kustomize(directory: Path) -> str:
+    """The rendering is the same for the whole run, and kubectl takes a while to produce it."""
+    result = subprocess.run(
+        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise AssertionError(f"kubectl kustomize {directory} failed: {result.stderr}")
+    return result.stdout
+
+
+def connect(cluster: Cluster) -> Kube:
+    return Kube.connect(ConnectionOptions(kubeconfig=str(cluster.kubeconfig)))
+
+
+class LiveNamespaces:
+    """A NamespaceSource that lists every namespace on each call: slow, never stale."""
+
+    def __init__(self, kube: Kube) -> None:
+        self._kube = kube
+
+    def forest(self) -> Forest:
+        return Forest.build(self._kube.list_objects(NAMESPACES).get("items") or [])
+
+
+def write_serving_pair(ca: trustme.CA, cert_dir: Path, host: str = "127.0.0.1") -> None:
+    """Issue a serving certificate for ``host`` and swap it in atomically, as kubelet does."""
+    issued = ca.issue_cert(host)
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    pem = b"".join(blob.bytes() for blob in issued.cert_chain_pems)
+    for name, data in (("tls.crt", pem), ("tls.key", issued.private_key_pem.bytes())):
+        staged = cert_dir / f".{name}.new"
+        staged.write_bytes(data)
+        os.replace(staged, cert_dir / name)
+
+
+def ca_bundle(ca: trustme.CA) -> str:
+    return base64.b64encode(ca.cert_pem.bytes()).decode()
+
+
+def registration(
+    objects: Sequence[dict[str, Any]], base_url: str, bundle: str, suffix: str
+) -> list[dict[str, Any]]:
+    """The manifests' webhook configurations, renamed with ``suffix`` and pointed at
+    ``base_url`` (each webhook keeps its path) with ``bundle`` as CA."""
+    configurations = []
+    for obj in objects:
+        if obj["kind"] not in WEBHOOK_KINDS:
+            continue
+        configuration = copy.deepcopy(obj)
+        configuration["metadata"] = {"name": f"{obj['metadata']['name']}-{suffix}"}
+        for webhook in configuration["webhooks"]:
+            path = webhook["clientConfig"]["service"]["path"]
+            webhook["clientConfig"] = {"url": base_url + path, "caBundle": bundle}
+        configurations.append(configuration)
+    return configurations
+
+
+def subnamespace_crd_manifest() -> dict[str, Any]:
+    (crd,) = render(MANIFESTS / "crd")
+    return crd
+
+
+def kubectl(cluster: Cluster, *args: str, stdin: Any = None) -> subprocess.CompletedProcess[str]:
+    """Run the real kubectl against the cluster; ``stdin`` is sent as is if it is text (YAML),
+    as JSON otherwise."""
+    text = stdin if stdin is None or isinstance(stdin, str) else json.dumps(stdin)
+    return subprocess.run(
+        ["kubectl", "--kubeconfig", str(cluster.kubeconfig), *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def namespace(cluster: Cluster, prefix: str, labels: dict[str, str] | None = None) -> str:
+    """Create a namespace with a unique name; on a real cluster it is deleted after the test.
+
+    The cleanup waits until the namespace is gone: until then it still counts as a child of its
+    parent, whose own deletion (cleaned up next) the namespace webhook would refuse.
+    """
+    kube = connect(cluster)
+    name = cluster.unique(prefix)
+    kube.create(NAMESPACES, {"metadata": {"name": name, "labels": labels or {}}})
+    cluster.on_cleanup(lambda: delete_and_wait(kube, f"{NAMESPACES}/{name}"))
+    return name
+
+
+def delete_and_wait(kube: Kube, path: str) -> None:
+    _delete(kube, path)
+    wait_for(lambda: not _exists(kube, path), DELETION_TIMEOUT, f"deletion of {path}")
+
+
+@dataclass
+class Webhooks:
+    """A running webhook server registered with the cluster; ``calls`` lists (path, allowed)
+    for each request it answered."""
+
+    server: WebhookServer
+    ca: trustme.CA
+    cert_dir: Path
+    calls: list[tuple[str, bool]]
+
+    def url(self, path: str = "") -> str:
+        return f"https://127.0.0.1:{self.server.port}{path}"
+
+
+@pytest.fixture(scope="session")
+def webhook_ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture
+def subnamespace_crd(cluster: Cluster) -> None:
+    """Install the CRD from the manifests unless the cluster has it; wait until it is served."""
+    kube = connect(cluster)
+    try:
+        kube.get(f"{CRDS}/{SUBNAMESPACE_CRD_NAME}")
+    except ApiError as error:
+        if not error.not_found:
+            raise
+        crd = subnamespace_crd_manifest()
+        # Only v2 is served, so no request needs conversion and the Service it names can
+        # stay unreachable from here.
+        kube.create(CRDS, crd)
+        cluster.on_cleanup(lambda: _delete(kube, f"{CRDS}/{SUBNAMESPACE_CRD_NAME}"))
+    listing = resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL)
+    wait_for(lambda: _exists(kube, listing), REGISTRATION_TIMEOUT, "the SubNamespace CRD")
+
+
+@pytest.fixture
+def start_webhooks(
+    cluster: Cluster, subnamespace_crd: None, webhook_ca: trustme.CA, tmp_path: Path
+) -> Iterator[Callable[..., Webhooks]]:
+    """Start a webhook server with the given flags and register it; stopped after the test."""
+    started: list[WebhookServer] = []
+
+    def start(
+        allow_cascading_deletion: bool = False,
+        naming_policies: Sequence[NamingPolicy] = (),
+        manifests: str = "default",
+    ) -> Webhooks:
+        kube = connect(cluster)
+        cert_dir = tmp_path / f"certs-{len(started)}"
+        write_serving_pair(webhook_ca, cert_dir)
+        calls: list[tuple[str, bool]] = []
+        server = WebhookServer(
+            "127.0.0.1:0",
+            cert_dir,
+            LiveNamespaces(kube),
+            kube,
+            naming_policies,
+            allow_cascading_deletion,
+            lambda path, allowed, _: calls.append((path, allowed)),
+        )
+        server.start()
+        started.append(server)
+        # On a real cluster the test's own cleanups (run after this fixture is torn down)
+        # delete namespaces, which needs the webhooks still answering.
+        cluster.on_cleanup(server.stop)
+        hooks = Webhooks(server, webhook_ca, cert_dir, calls)
+        objects = render(MANIFESTS / manifests)
+        for configuration in registration(
+            objects, hooks.url(), ca_bundle(webhook_ca), cluster.unique("test")
+        ):
+            path = _configuration_path(configuration)
+            kube.create(path, configuration)
+            cluster.on_cleanup(functools.partial(_delete, kube, _object_path(path, configuration)))
+        _wait_until_effective(cluster, kube)
+        return hooks
+
+    yield start
+    if not cluster.is_real:
+        for server in started:
+            server.stop()
+
+
+@pytest.fixture
+def webhooks(start_webhooks: Callable[..., Webhooks]) -> Webhooks:
+    """The webhook server with the controller's default flags, registered and answering."""
+    return start_webhooks()
+
+
+def _object_path(collection: str, obj: dict[str, Any]) -> str:
+    return f"{collection}/{obj['metadata']['name']}"
+
+
+def _configuration_path(configuration: dict[str, Any]) -> str:
+    plural = configuration["kind"].lower() + "s"
+    return resource_path("admissionregistration.k8s.io", "v1", plural)
+
+
+def _wait_until_effective(cluster: Cluster, kube: Kube) -> None:
+    """Wait until the API server calls the new webhooks: a namespace that is its own parent
+    is refused, and a new SubNamespace gets the finalizer (server-side dry runs)."""
+    probe = cluster.unique("probe")
+    selfish = {"metadata": {"name": probe, "labels": {LABEL_PARENT: probe}}}
+    wait_for(
+        lambda: _refused(kube, NAMESPACES, selfish), REGISTRATION_TIMEOUT, "the namespace webhook"
+    )
+    root = namespace(cluster, "probe", {LABEL_TYPE: TYPE_ROOT})
+    subnamespaces = resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL, namespace=root)
+    sub = {"apiVersion": f"{GROUP}/v2", "kind": "SubNamespace", "metadata": {"name": probe}}
+
+    def finalized() -> bool:
+        created = kube.create(subnamespaces, sub, dryRun="All")
+        return FINALIZER in (created["metadata"].get("finalizers") or [])
+
+    wait_for(finalized, REGISTRATION_TIMEOUT, "the SubNamespace webhooks")
+
+
+def _refused(kube: Kube, path: str, body: dict[str, Any]) -> bool:
+    try:
+        kube.create(path, body, dryRun="All")
+    except ApiError as error:
+        return error.code == 403
+    return False
+
+
+def _exists(kube: Kube, path: str) -> bool:
+    """Whether an object (or a collection: is the kind served yet?) is there."""
+    try:
+        kube.get(path)
+    except ApiError as error:
+        if error.not_found:
+            return False
+        raise
+    return True
+
+
+def _delete(kube: Kube, path: str) -> None:
+    try:
+        kube.delete(path)
+    except ApiError as error:
+        if not error.not_found:
+            raise
