@@ -1,0 +1,155 @@
+"""``ns describe``: a namespace's place in the forest and the objects propagated into or out of it.
+
+The Go plugin stops when the controller's config is unreadable and when one kind cannot be
+listed; here a tenant still gets everything they may see: the watched kinds come from
+``watched`` (which says where it found them), and kinds the user may not list are named as
+skipped instead of failing the whole command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_accurate.changes import NO_TYPE
+from kubectl_accurate.output import CliError, Printer, shorten
+from kubectl_accurate.reads import Namespaces
+from kubectl_accurate.watched import Watched
+from libaccurate.cloning import copied_from, propagate_mode
+from libaccurate.constants import TYPE_ROOT, TYPE_TEMPLATE
+from libaccurate.kube import ApiError, Kube, resource_path
+
+
+@dataclass(frozen=True)
+class Row:
+    kind: str
+    api_version: str
+    name: str
+    from_: str
+    mode: str
+
+
+@dataclass(frozen=True)
+class Description:
+    name: str
+    type: str
+    parent: str | None
+    template: str | None
+    children: tuple[str, ...]
+    instances: tuple[str, ...]
+    problem: str | None
+    watched: Watched
+    rows: tuple[Row, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "parent": self.parent,
+            "template": self.template,
+            "children": list(self.children),
+            "instances": list(self.instances),
+            "problem": self.problem,
+            "watchedKinds": {
+                "source": self.watched.source,
+                "fromConfig": self.watched.from_config,
+                "kinds": [_kind_id(r.gvk.kind, r.gvk.api_version) for r in self.watched.resources],
+            },
+            "resources": [
+                {
+                    "kind": row.kind,
+                    "apiVersion": row.api_version,
+                    "name": row.name,
+                    "from": row.from_,
+                    "mode": row.mode,
+                }
+                for row in self.rows
+            ],
+            "skipped": [{"resource": kind, "reason": reason} for kind, reason in self.skipped],
+        }
+
+
+def describe(kube: Kube, namespaces: Namespaces, name: str, watched: Watched) -> Description:
+    namespace = namespaces.get(name)
+    if namespace is None:
+        raise CliError(f"namespace {name} not found")
+    forest = namespaces.forest
+    node = forest.nodes[name]
+    rows: list[Row] = []
+    skipped: list[tuple[str, str]] = []
+    for resource in watched.resources:
+        gvk = resource.gvk
+        path = resource_path(gvk.group, gvk.version, resource.plural, name)
+        try:
+            items = kube.list_objects(path).get("items") or []
+        except ApiError as error:
+            skipped.append((resource.plural, error.message))
+            continue
+        rows.extend(_row(gvk.kind, gvk.api_version, item) for item in items if _propagated(item))
+    problem = forest.problem(name)
+    return Description(
+        name=name,
+        type=node.type if node.type else NO_TYPE,
+        parent=node.parent,
+        template=node.template,
+        children=forest.children(name),
+        instances=forest.instances(name),
+        problem=problem.message if problem else None,
+        watched=watched,
+        rows=tuple(sorted(rows, key=lambda r: (r.kind, r.name))),
+        skipped=tuple(skipped),
+    )
+
+
+def _propagated(obj: Mapping[str, Any]) -> bool:
+    return bool(copied_from(obj) or propagate_mode(obj))
+
+
+def _row(kind: str, api_version: str, obj: Mapping[str, Any]) -> Row:
+    return Row(
+        kind,
+        api_version,
+        obj["metadata"]["name"],
+        copied_from(obj) or "",
+        propagate_mode(obj) or "",
+    )
+
+
+def _kind_id(kind: str, api_version: str) -> str:
+    """``Role.rbac.authorization.k8s.io/v1``, ``Secret/v1``: kind and API version at a glance."""
+    group, _, version = api_version.rpartition("/")
+    return f"{kind}.{group}/{version}" if group else f"{kind}/{version}"
+
+
+def show(printer: Printer, description: Description) -> None:
+    """kubectl-describe style: aligned fields, then the table of propagated objects."""
+    fields: list[tuple[str, str]] = [("Name", description.name), ("Type", description.type)]
+    if description.parent:
+        fields.append(("Parent", description.parent))
+    if description.template:
+        fields.append(("Template", description.template))
+    if description.children or description.parent or description.type == TYPE_ROOT:
+        fields.append(("Children", _count(description.children)))
+    if description.instances or description.type == TYPE_TEMPLATE:
+        fields.append(("Instances", _count(description.instances)))
+    if description.problem:
+        fields.append(("Problem", description.problem))
+    fields.append(("Watched kinds", description.watched.source))
+    width = max(len(label) for label, _ in fields) + 2
+    for label, value in fields:
+        printer.line((f"{label}:".ljust(width), "bold"), value)
+    printer.line("")
+    if not description.rows:
+        printer.line(("Resources:", "bold"), " none propagated into or from this namespace")
+    else:
+        printer.line(("Resources:", "bold"))
+        table = [(r.kind, r.name, r.from_ or "-", r.mode or "-") for r in description.rows]
+        printer.table(("KIND", "NAME", "FROM", "MODE"), table, indent="  ")
+    for resource, reason in description.skipped:
+        printer.line(("Skipped:", "yellow"), f" {resource}: {reason}")
+
+
+def _count(names: tuple[str, ...]) -> str:
+    return f"{len(names)} ({shorten(names)})" if names else "0"

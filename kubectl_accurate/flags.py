@@ -1,0 +1,113 @@
+"""kubectl's generic flags, accepted by every command before or after the subcommand.
+
+The Go plugin takes them only on the root command, but people type ``kubectl accurate sub
+create x team --context prod`` the way they type any kubectl command, so every group and
+command carries them. As with kubectl, a flag given later on the command line wins, and
+``--as-group`` adds up. ``-n/--namespace`` is accepted and ignored, as in the Go plugin:
+namespaces are always positional arguments here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+
+from libaccurate import __version__
+from libaccurate.kube import ConnectionOptions, Kube
+
+F = TypeVar("F", bound=Callable[..., Any])
+_STORE = "accurate.connection"
+USER_AGENT = f"kubectl-accurate/{__version__}"
+
+
+@dataclass(frozen=True)
+class _Flag:
+    decls: tuple[str, ...]
+    help: str
+    metavar: str = ""
+    is_flag: bool = False
+    multiple: bool = False
+
+
+# Keyed by the ConnectionOptions field each flag sets ("" for the ignored --namespace).
+_FLAGS: dict[str, _Flag] = {
+    "kubeconfig": _Flag(("--kubeconfig",), "Path to the kubeconfig file to use.", "PATH"),
+    "context": _Flag(("--context",), "The name of the kubeconfig context to use.", "NAME"),
+    "cluster": _Flag(("--cluster",), "The name of the kubeconfig cluster to use.", "NAME"),
+    "user": _Flag(("--user",), "The name of the kubeconfig user to use.", "NAME"),
+    "impersonate": _Flag(("--as",), "Username to impersonate for the operation.", "USER"),
+    "impersonate_groups": _Flag(
+        ("--as-group",), "Group to impersonate; repeat for several groups.", "GROUP", multiple=True
+    ),
+    "token": _Flag(("--token",), "Bearer token for authentication to the API server.", "TOKEN"),
+    "server": _Flag(("-s", "--server"), "The address and port of the API server.", "URL"),
+    "certificate_authority": _Flag(
+        ("--certificate-authority",), "Path to a cert file for the certificate authority.", "PATH"
+    ),
+    "client_certificate": _Flag(
+        ("--client-certificate",), "Path to a client certificate file for TLS.", "PATH"
+    ),
+    "client_key": _Flag(("--client-key",), "Path to a client key file for TLS.", "PATH"),
+    "insecure_skip_tls_verify": _Flag(
+        ("--insecure-skip-tls-verify",),
+        "Do not check the server's certificate (insecure).",
+        is_flag=True,
+    ),
+    "tls_server_name": _Flag(
+        ("--tls-server-name",), "Server name to use for certificate validation.", "NAME"
+    ),
+    "request_timeout": _Flag(
+        ("--request-timeout",),
+        "How long to wait for one server request (30s, 1m; 0 means no limit).",
+        "DURATION",
+    ),
+    "": _Flag(("-n", "--namespace"), "Accepted for kubectl compatibility and ignored.", "NS"),
+}
+
+GENERIC_FLAGS_NOTE = (
+    "kubectl's generic flags (--kubeconfig, --context, --as, --server, ...) work here too; "
+    "see 'kubectl accurate --help'."
+)
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Record a flag given at this level; ``ctx.meta`` is shared by the whole command line."""
+    if param.name and value not in (None, (), False):
+        store = ctx.meta.setdefault(_STORE, {})
+        if param.multiple:
+            store[param.name] = (*store.get(param.name, ()), *value)
+        else:
+            store[param.name] = value
+    return value
+
+
+def generic_flags(*, shown: bool) -> Callable[[F], F]:
+    """Add every generic flag to a command; ``shown`` lists them in its --help."""
+
+    def decorate(function: F) -> F:
+        for field_name, flag in reversed(_FLAGS.items()):
+            function = click.option(
+                *flag.decls,
+                field_name or "ignored_namespace",
+                help=flag.help,
+                metavar=flag.metavar or None,
+                is_flag=flag.is_flag,
+                multiple=flag.multiple,
+                expose_value=False,
+                hidden=not shown,
+                callback=_remember if field_name else None,
+            )(function)
+        return function
+
+    return decorate
+
+
+def connection_options(ctx: click.Context) -> ConnectionOptions:
+    return ConnectionOptions(**ctx.meta.get(_STORE, {}))
+
+
+def connect(ctx: click.Context) -> Kube:
+    return Kube.connect(connection_options(ctx), user_agent=USER_AGENT)

@@ -1,0 +1,91 @@
+"""Everything the plugin prints: styled lines, aligned tables, JSON/YAML, and errors.
+
+Colour is a courtesy to people at a terminal, never something a script has to strip: styles are
+used only when standard output is a terminal, ``NO_COLOR`` is unset and ``TERM`` is not
+``dumb``; otherwise the text is exactly the same, without escape codes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import IO, Any, TextIO
+
+import click
+import yaml
+from rich.console import Console
+from rich.text import Text
+
+# A piece of a line: plain text, or text with a rich style name used only on a terminal.
+Span = str | tuple[str, str]
+OUTPUT_FORMATS = ("json", "yaml")
+
+
+class CliError(click.ClickException):
+    """A failure the user can act on; printed as ``error: ...`` on stderr, exit code 1."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"error: {self.format_message()}", file=file or sys.stderr)
+
+
+def wants_color(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return stream.isatty()
+
+
+class Printer:
+    """Writes lines to standard output, styled only when colour is wanted."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stdout
+        self._console = (
+            Console(file=self.stream, highlight=False, soft_wrap=True)
+            if wants_color(self.stream)
+            else None
+        )
+
+    def line(self, *spans: Span) -> None:
+        if self._console is None:
+            click.echo("".join(s if isinstance(s, str) else s[0] for s in spans), self.stream)
+            return
+        self._console.print(Text.assemble(*spans), soft_wrap=True)
+
+    def table(self, header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "") -> None:
+        """Columns padded to their widest cell, as ``kubectl get`` aligns them."""
+        widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+
+        def cells(row: Sequence[str]) -> str:
+            return "   ".join(
+                cell.ljust(width) for cell, width in zip(row, widths, strict=True)
+            ).rstrip()
+
+        self.line(indent, (cells(header), "bold"))
+        for row in rows:
+            self.line(indent + cells(row))
+
+    def data(self, value: Any, output: str) -> None:
+        """Machine-readable output: JSON with two-space indents, or block-style YAML."""
+        if output == "json":
+            click.echo(json.dumps(value, indent=2), self.stream)
+        else:
+            click.echo(yaml.safe_dump(value, sort_keys=False).rstrip("\n"), self.stream)
+
+
+def metadata_text(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str:
+    """``labels a=b, c=d; annotations e=f``, leaving out what is empty."""
+    parts = [
+        f"{kind} {', '.join(f'{k}={v}' for k, v in sorted(values.items()))}"
+        for kind, values in (("labels", labels), ("annotations", annotations))
+        if values
+    ]
+    return "; ".join(parts)
+
+
+def shorten(names: Sequence[str], shown: int = 10) -> str:
+    """A readable list of names, cut after ``shown`` with a count of the rest."""
+    text = ", ".join(names[:shown])
+    hidden = len(names) - shown
+    return f"{text} and {hidden} more" if hidden > 0 else text

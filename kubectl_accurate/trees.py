@@ -1,0 +1,68 @@
+"""Namespace trees for ``list`` and ``template list``: built from the forest, drawn like tree(1).
+
+Each top namespace is printed on its own line and everything below it with ``├── ``,
+``└── `` and ``│   `` guides, exactly as tree(1) draws directories. A namespace that shows up
+again below itself (a cycle, which the webhooks prevent but a bypass can create) is drawn
+once more and not followed, so a broken forest still prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_accurate.output import Printer
+
+BRANCH, LAST, PIPE, SPACE = "├── ", "└── ", "│   ", "    "
+
+
+@dataclass(frozen=True)
+class Tree:
+    name: str
+    below: tuple[Tree, ...]
+    repeated: bool = False
+
+
+def grow(top: str, step: Callable[[str], Sequence[str]]) -> Tree:
+    """The tree under ``top``, following ``step`` (children or instances)."""
+
+    def visit(name: str, path: frozenset[str]) -> Tree:
+        if name in path:
+            return Tree(name, (), repeated=True)
+        inner = path | {name}
+        return Tree(name, tuple(visit(child, inner) for child in step(name)))
+
+    return visit(top, frozenset())
+
+
+def lines(tree: Tree) -> Iterator[tuple[str, Tree]]:
+    """(guide prefix, node) for every line of the drawing, top first."""
+    yield "", tree
+    yield from _below(tree, "")
+
+
+def _below(tree: Tree, prefix: str) -> Iterator[tuple[str, Tree]]:
+    for index, child in enumerate(tree.below):
+        last = index == len(tree.below) - 1
+        yield prefix + (LAST if last else BRANCH), child
+        yield from _below(child, prefix + (SPACE if last else PIPE))
+
+
+def draw(printer: Printer, trees: Sequence[Tree]) -> None:
+    for tree in trees:
+        for prefix, node in lines(tree):
+            if node is tree:
+                printer.line((node.name, "bold cyan"))
+            elif node.repeated:
+                printer.line(prefix, (node.name, "red"), (" (cycle)", "red"))
+            else:
+                printer.line((prefix, "dim"), node.name)
+
+
+def to_data(tree: Tree, key: str) -> dict[str, Any]:
+    """The tree as nested objects: ``{"name": ..., key: [...]}``, cycles marked."""
+    data: dict[str, Any] = {"name": tree.name, key: [to_data(child, key) for child in tree.below]}
+    if tree.repeated:
+        data["cycle"] = True
+    return data

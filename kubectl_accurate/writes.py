@@ -1,0 +1,122 @@
+"""Carrying out a command's writes so that a failing command changes nothing.
+
+Before the first write: every write is reviewed with the same admission rules the webhooks
+apply (libaccurate.admission), then, when a command has several writes or when the user asked
+for a dry run, the API server is asked to judge each write it can judge in advance (a
+server-side dry run: authorization, webhooks, validation), so a refusal arrives, word for word,
+while nothing has been written. Label patches carry the namespace's resourceVersion, so a
+namespace changed since it was read is not patched on a stale picture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kubectl_accurate.changes import (
+    Change,
+    CreateSubNamespace,
+    DeleteSubNamespace,
+    LabelPatch,
+    Refused,
+    Write,
+)
+from kubectl_accurate.output import CliError, Printer
+from kubectl_accurate.reads import namespace_path, subnamespace_path
+from libaccurate.admission import CREATE, UPDATE, review_namespace, review_subnamespace
+from libaccurate.forest import Forest
+from libaccurate.kube import ApiError, Kube
+
+FIELD_MANAGER = "kubectl-accurate"
+DRY_RUN = {"dryRun": "All"}
+
+
+def review(writes: Sequence[Write], forest: Forest) -> None:
+    """Refuse what the webhooks would refuse, judged on the cluster as it is now.
+
+    SubNamespace deletions are left to the server: whether cascading deletion is allowed is
+    a flag of the controller the plugin cannot see.
+    """
+    for write in writes:
+        if isinstance(write, LabelPatch):
+            verdict = review_namespace(UPDATE, write.after(), write.before, forest, False)
+        elif isinstance(write, CreateSubNamespace):
+            verdict = review_subnamespace(CREATE, write.object(), None, forest, (), False)
+        else:
+            continue
+        if not verdict.allowed:
+            raise Refused(verdict.message)
+
+
+def send(kube: Kube, write: Write, dry_run: bool) -> Any:
+    query = {"fieldManager": FIELD_MANAGER, **(DRY_RUN if dry_run else {})}
+    if isinstance(write, LabelPatch):
+        version = write.before["metadata"].get("resourceVersion")
+        body = {"metadata": {"resourceVersion": version, "labels": dict(write.labels)}}
+        return kube.patch(namespace_path(write.name), body, **query)
+    if isinstance(write, CreateSubNamespace):
+        return kube.create(subnamespace_path(write.namespace), write.object(), **query)
+    return _delete(kube, write, dry_run)
+
+
+def _delete(kube: Kube, write: DeleteSubNamespace, dry_run: bool) -> Any:
+    uid = write.subnamespace["metadata"].get("uid")
+    options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+    path = subnamespace_path(write.namespace, write.name)
+    return kube.delete(path, options, **(DRY_RUN if dry_run else {}))
+
+
+def preflight(kube: Kube, writes: Sequence[Write]) -> None:
+    """Ask the API server to judge every write it can judge before any is made."""
+    for write in writes:
+        if isinstance(write, DeleteSubNamespace) and not write.preflight:
+            continue
+        try:
+            send(kube, write, dry_run=True)
+        except ApiError as error:
+            raise CliError(_explained(error, write)) from error
+
+
+def carry_out(
+    kube: Kube,
+    change: Change,
+    forest: Forest,
+    printer: Printer,
+    dry_run: bool,
+    preview: Callable[[], None],
+) -> None:
+    """Review, preflight, then write (or, for a dry run, say what would be written)."""
+    review(change.writes, forest)
+    if dry_run or len(change.writes) > 1:
+        preflight(kube, change.writes)
+    if not change.writes:
+        printer.line(change.summary)
+        return
+    if dry_run:
+        for write in change.writes:
+            printer.line(f"would {write.describe()}")
+        preview()
+        printer.line(("dry run: nothing was written", "dim"))
+        return
+    for index, write in enumerate(change.writes):
+        try:
+            send(kube, write, dry_run=False)
+        except ApiError as error:
+            raise CliError(_partial(error, change.writes, index)) from error
+    printer.line(change.summary)
+
+
+def _explained(error: ApiError, write: Write) -> str:
+    if error.conflict and isinstance(write, LabelPatch):
+        return f"namespace {write.name} changed while the command ran; run it again"
+    return error.message
+
+
+def _partial(error: ApiError, writes: Sequence[Write], failed: int) -> str:
+    """The error, and when earlier writes went through, what is done and what is left."""
+    message = _explained(error, writes[failed])
+    if failed == 0:
+        return message
+    done = "; ".join(w.describe() for w in writes[:failed])
+    left = "; ".join(w.describe() for w in writes[failed:])
+    return f"{message}\n  done: {done}\n  not done: {left}"

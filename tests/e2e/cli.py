@@ -1,0 +1,196 @@
+"""Running the plugin the way users do, and building the namespace trees its tests need.
+
+``kubectl accurate ...`` goes through kubectl's own plugin lookup: the virtualenv's scripts
+directory comes first on PATH, so kubectl finds the ``kubectl-accurate`` console script there.
+Every name is unique and every namespace is cleaned up, so the tests also run against a real
+cluster (ACCURATE_TEST_KUBECONFIG). The controller does not run in these tests: a sub-namespace
+is made by hand, as the controller would have made it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from libaccurate.constants import (
+    ANNOTATION_FROM,
+    ANNOTATION_PROPAGATE,
+    CREATED_BY_VALUE,
+    FIELD_MANAGER,
+    GROUP,
+    LABEL_CREATED_BY,
+    LABEL_PARENT,
+    LABEL_TEMPLATE,
+    LABEL_TYPE,
+    SUBNAMESPACE_PLURAL,
+    TYPE_ROOT,
+    TYPE_TEMPLATE,
+)
+from libaccurate.kube import ApiError, Kube, resource_path
+from tests.conftest import Cluster
+from tests.e2e.webhooks import connect, namespace
+
+SCRIPTS = Path(sys.executable).parent
+
+
+def plugin_env(kubeconfig: Path | None, **extra: str) -> dict[str, str]:
+    """The environment of a user's shell: the plugin on PATH, no colour preferences set."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NO_COLOR")}
+    env["PATH"] = f"{SCRIPTS}{os.pathsep}{env.get('PATH', '')}"
+    if kubeconfig is not None:
+        env["KUBECONFIG"] = str(kubeconfig)
+    return {**env, **extra}
+
+
+def run_plugin(
+    *args: str, kubeconfig: Path | None, direct: bool = False, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``kubectl accurate ARGS`` (or ``kubectl-accurate ARGS`` when ``direct``)."""
+    command = ["kubectl-accurate"] if direct else ["kubectl", "accurate"]
+    return subprocess.run(
+        [*command, *args],
+        env=plugin_env(kubeconfig, **env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def succeeded(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, f"exit {result.returncode}: {result.stderr}"
+    assert result.stderr == ""
+    return result.stdout
+
+
+def failed(result: subprocess.CompletedProcess[str], code: int = 1) -> str:
+    """The error text of a command that failed with ``code`` and printed nothing else."""
+    assert result.returncode == code, f"exit {result.returncode}: {result.stdout}"
+    assert result.stdout == ""
+    return result.stderr
+
+
+def subnamespaces_path(parent: str, name: str | None = None) -> str:
+    return resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL, parent, name)
+
+
+class World:
+    """Namespaces, SubNamespaces and propagated objects for one test, read back through the API."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.kube: Kube = connect(cluster)
+
+    def run(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        return run_plugin(*args, kubeconfig=self.cluster.kubeconfig, **kwargs)
+
+    def namespace(self, prefix: str, labels: Mapping[str, str] | None = None) -> str:
+        name = namespace(self.cluster, prefix, dict(labels or {}))
+        # Runs before the namespace's own deletion: without a controller, nothing would remove
+        # the finalizer of a SubNamespace in it, and the namespace would never go away.
+        self.cluster.on_cleanup(lambda: self._release_subnamespaces(name))
+        return name
+
+    def root(self, prefix: str = "root") -> str:
+        return self.namespace(prefix, {LABEL_TYPE: TYPE_ROOT})
+
+    def template(self, prefix: str = "tmpl", template: str | None = None) -> str:
+        labels = {LABEL_TYPE: TYPE_TEMPLATE, **({LABEL_TEMPLATE: template} if template else {})}
+        return self.namespace(prefix, labels)
+
+    def sub(
+        self,
+        parent: str,
+        prefix: str = "sub",
+        spec: Mapping[str, Any] | None = None,
+        inherited: Mapping[str, str] | None = None,
+    ) -> str:
+        """A sub-namespace and its SubNamespace, as the controller leaves them: its labels
+        (``inherited`` ones too) applied by the controller's field manager."""
+        name = self.namespace(prefix)
+        labels = {LABEL_PARENT: parent, LABEL_CREATED_BY: CREATED_BY_VALUE, **(inherited or {})}
+        metadata = {"name": name, "labels": labels}
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
+        self.kube.apply(resource_path("", "v1", "namespaces", name=name), body, FIELD_MANAGER)
+        self.create_subnamespace(parent, name, spec)
+        return name
+
+    def create_subnamespace(
+        self, parent: str, name: str, spec: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        body = {
+            "apiVersion": f"{GROUP}/v2",
+            "kind": "SubNamespace",
+            "metadata": {"name": name},
+            "spec": dict(spec or {}),
+        }
+        return self.kube.create(subnamespaces_path(parent), body)
+
+    def role(self, namespace: str, name: str, mode: str = "", source: str = "") -> dict[str, Any]:
+        """A Role, a propagation source in ``mode``, or a copy when ``source`` is given."""
+        annotations = {
+            **({ANNOTATION_PROPAGATE: mode} if mode else {}),
+            **({ANNOTATION_FROM: source} if source else {}),
+        }
+        body = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": name, "annotations": annotations},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+        }
+        path = resource_path("rbac.authorization.k8s.io", "v1", "roles", namespace)
+        return self.kube.create(path, body)
+
+    def get_namespace(self, name: str) -> dict[str, Any]:
+        return self.kube.get(resource_path("", "v1", "namespaces", name=name))
+
+    def labels(self, name: str) -> dict[str, str]:
+        labels = self.get_namespace(name)["metadata"].get("labels") or {}
+        return {k: v for k, v in labels.items() if k != "kubernetes.io/metadata.name"}
+
+    def subnamespace(self, parent: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self.kube.get(subnamespaces_path(parent, name))
+        except ApiError as error:
+            if error.not_found:
+                return None
+            raise
+
+    def versions(self, *namespaces: str) -> dict[str, Any]:
+        """The resourceVersion of each namespace and of every SubNamespace in them: equal
+        before and after means nothing was written."""
+        found: dict[str, Any] = {}
+        for name in namespaces:
+            found[name] = self.get_namespace(name)["metadata"]["resourceVersion"]
+            for sub in self.kube.list_objects(subnamespaces_path(name)).get("items") or []:
+                found[f"{name}/{sub['metadata']['name']}"] = sub["metadata"]["resourceVersion"]
+        return found
+
+    def _release_subnamespaces(self, name: str) -> None:
+        try:
+            items = self.kube.list_objects(subnamespaces_path(name)).get("items") or []
+        except ApiError as error:
+            if error.not_found:
+                return
+            raise
+        for sub in items:
+            if sub["metadata"].get("finalizers"):
+                path = subnamespaces_path(name, sub["metadata"]["name"])
+                self.kube.patch(path, {"metadata": {"finalizers": None}})
+
+
+def field(output: str, label: str) -> str:
+    match = re.search(rf"^{label}:\s+(.*)$", output, re.MULTILINE)
+    assert match, f"no {label} in:\n{output}"
+    return match.group(1)
+
+
+def resource_rows(output: str) -> list[list[str]]:
+    lines = output.split("Resources:\n", 1)[1].splitlines()
+    assert lines[0].split() == ["KIND", "NAME", "FROM", "MODE"]
+    return [line.split() for line in lines[1:] if line.startswith("  ")]

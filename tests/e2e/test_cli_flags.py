@@ -1,0 +1,147 @@
+"""kubectl's generic flags in any position (ACCEPTANCE H8), help, version and completion, with the
+plugin run through kubectl and as ``kubectl-accurate`` directly."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from libaccurate.constants import LABEL_PARENT
+from tests.conftest import Cluster
+from tests.e2e.cli import World, failed, run_plugin, succeeded
+from tests.webhook_server import closed_port
+
+COMMANDS = (
+    (),
+    ("list",),
+    ("namespace",),
+    ("namespace", "describe"),
+    ("ns", "set-type"),
+    ("template",),
+    ("template", "list"),
+    ("template", "set"),
+    ("template", "unset"),
+    ("sub",),
+    ("sub", "list"),
+    ("sub", "create"),
+    ("sub", "delete"),
+    ("sub", "move"),
+    ("sub", "graft"),
+    ("sub", "cut"),
+    ("completion",),
+)
+
+
+def broken_kubeconfig(cluster: Cluster, folder: Path) -> dict[str, Any]:
+    """The test kubeconfig with a new current context pointing at a port nobody listens on;
+    returns the names a flag needs to get back to the working cluster."""
+    document = yaml.safe_load(cluster.kubeconfig.read_text())
+    good_name = document["current-context"]
+    good = next(c for c in document["contexts"] if c["name"] == good_name)["context"]
+    cluster_entry = next(c for c in document["clusters"] if c["name"] == good["cluster"])
+    broken = copy.deepcopy(cluster_entry)
+    broken["name"] = "accurate-cli-broken"
+    broken["cluster"]["server"] = f"https://127.0.0.1:{closed_port()}"
+    document["clusters"].append(broken)
+    document["contexts"].append(
+        {"name": "broken", "context": {"cluster": broken["name"], "user": good["user"]}}
+    )
+    document["current-context"] = "broken"
+    path = folder / "kubeconfig"
+    path.write_text(yaml.safe_dump(document))
+    return {
+        "path": path,
+        "context": good_name,
+        "cluster": good["cluster"],
+        "server": cluster_entry["cluster"]["server"],
+    }
+
+
+@pytest.fixture
+def tree(cluster: Cluster) -> tuple[str, str]:
+    world = World(cluster)
+    root = world.root()
+    return root, world.namespace("sub", {LABEL_PARENT: root})
+
+
+def test_connection_flags_work_before_and_after_any_subcommand(
+    cluster: Cluster, tree: tuple[str, str], tmp_path: Path
+) -> None:
+    root, sub = tree
+    drawn = f"{root}\n└── {sub}\n"
+    config = broken_kubeconfig(cluster, tmp_path)
+    kubeconfig = config["path"]
+    unreachable = failed(run_plugin("list", root, kubeconfig=kubeconfig))
+    assert unreachable.startswith("error: cannot reach the API server at https://127.0.0.1:")
+    for args in (
+        ("list", root, "--context", config["context"]),
+        ("sub", "--context", config["context"], "list", root),
+        ("--context", config["context"], "sub", "list", root),
+        ("sub", "list", root, "--cluster", config["cluster"]),
+        ("list", root, "--server", config["server"]),
+        ("ls", root, "-s", config["server"], "--request-timeout", "30s", "-n", "ignored"),
+    ):
+        assert succeeded(run_plugin(*args, kubeconfig=kubeconfig)) == drawn, args
+    by_flag = run_plugin(
+        "sub", "list", root, "--kubeconfig", str(cluster.kubeconfig), kubeconfig=None
+    )
+    assert succeeded(by_flag) == drawn
+
+
+def test_a_write_command_takes_the_flags_after_it(cluster: Cluster, tmp_path: Path) -> None:
+    world = World(cluster)
+    name = world.namespace("plain")
+    config = broken_kubeconfig(cluster, tmp_path)
+    result = run_plugin(
+        "ns", "set-type", name, "root", "--context", config["context"], kubeconfig=config["path"]
+    )
+    assert succeeded(result) == f"namespace {name} is now a root\n"
+
+
+def test_a_bad_request_timeout_is_an_error(cluster: Cluster) -> None:
+    error = failed(World(cluster).run("list", "--request-timeout", "soon"))
+    assert error.startswith("error: invalid --request-timeout 'soon'")
+
+
+def test_kubectl_accurate_runs_directly_too(cluster: Cluster, tree: tuple[str, str]) -> None:
+    root, sub = tree
+    direct = run_plugin("list", root, kubeconfig=cluster.kubeconfig, direct=True)
+    assert succeeded(direct) == f"{root}\n└── {sub}\n"
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: "-".join(c) or "root")
+def test_every_command_has_help_with_an_example(command: tuple[str, ...]) -> None:
+    output = succeeded(run_plugin(*command, "--help", kubeconfig=None))
+    assert output.startswith(f"Usage: kubectl accurate {' '.join(command)}".rstrip())
+    assert "Example" in output
+
+
+def test_version() -> None:
+    assert succeeded(run_plugin("--version", kubeconfig=None)) == "kubectl-accurate 0.1.0\n"
+
+
+def test_usage_errors_exit_with_2() -> None:
+    assert "No such command 'branch'" in failed(run_plugin("branch", kubeconfig=None), code=2)
+    assert "Missing argument 'PARENT'" in failed(
+        run_plugin("sub", "create", "x", kubeconfig=None), code=2
+    )
+
+
+def test_shell_completion(cluster: Cluster, tree: tuple[str, str]) -> None:
+    root, sub = tree
+    script = succeeded(run_plugin("completion", "bash", kubeconfig=None))
+    assert "_KUBECTL_ACCURATE_COMPLETE=bash_complete" in script
+    words = f"kubectl-accurate ns describe {root[:-3]}"
+    completed = run_plugin(
+        kubeconfig=cluster.kubeconfig,
+        direct=True,
+        COMP_WORDS=words,
+        COMP_CWORD="3",
+        _KUBECTL_ACCURATE_COMPLETE="bash_complete",
+    )
+    assert succeeded(completed).splitlines() == [f"plain,{root}"]
+    assert sub not in completed.stdout
