@@ -294,18 +294,20 @@ class Kube:
             "timeoutSeconds": str(timeout_seconds),
             **query,
         }
-        response = self._send("GET", path, params, None, JSON, stream=True)
-        if response.status >= 400:
-            _decode(response.status, response.read())
+        # A connection of its own: the server may close it when the watch ends, and a pooled
+        # connection would then fail the next request that picks it up.
+        own = urllib3.PoolManager(maxsize=1, **_tls_arguments(self.configuration))
         try:
-            for line in _lines(response):
-                event = json.loads(line)
+            response = self._send("GET", path, params, None, JSON, stream=True, pool=own)
+            if response.status >= 400:
+                _decode(response.status, response.read())
+            for event in _events(response, path):
                 if event.get("type") == "ERROR":
                     status = event.get("object") or {}
                     raise ApiError(int(status.get("code") or 500), status)
                 yield event
         finally:
-            response.release_conn()
+            own.clear()
 
     def server_resources(self) -> list[dict[str, Any]]:
         """Every group/version's APIResourceList (preferred and other versions), for watches."""
@@ -328,6 +330,7 @@ class Kube:
         content_type: str,
         *,
         stream: bool,
+        pool: urllib3.PoolManager | None = None,
     ) -> urllib3.BaseHTTPResponse:
         url = self.host + path + (f"?{urlencode(query)}" if query else "")
         headers: Mapping[str, str] = {**self.headers, **self._auth_headers()}
@@ -341,7 +344,7 @@ class Kube:
                 headers.add("Impersonate-Group", group)
         timeout = None if stream else self.timeout
         try:
-            return self._pool.request(
+            return (pool or self._pool).request(
                 method,
                 url,
                 body=data,
@@ -401,6 +404,16 @@ def _tls_arguments(configuration: Configuration) -> dict[str, Any]:
     if not configuration.verify_ssl:
         arguments["assert_hostname"] = False
     return arguments
+
+
+def _events(response: urllib3.BaseHTTPResponse, path: str) -> Iterator[dict[str, Any]]:
+    """The decoded events of a watch; a stream cut off mid-way is a KubeError, so that the
+    caller lists again rather than trusting what it has."""
+    try:
+        for line in _lines(response):
+            yield json.loads(line)
+    except (urllib3.exceptions.HTTPError, OSError, ValueError) as error:
+        raise KubeError(f"the watch of {path} broke off: {error}") from error
 
 
 def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
