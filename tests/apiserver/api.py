@@ -334,7 +334,16 @@ class Api:
             raise errors.not_found(resource.group, resource.plural, name)
         return obj
 
-    def _decode(self, resource: Resource, namespace: str, body: Any, strict: bool = False) -> Obj:
+    def _decode(
+        self,
+        resource: Resource,
+        namespace: str,
+        body: Any,
+        strict: bool = False,
+        default: bool = True,
+    ) -> Obj:
+        """The body as an object of ``resource``; ``default=False`` keeps it as sent (an apply
+        configuration: its manager owns what it sent, not the defaults the server fills in)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was not a JSON object")
         obj = copy.deepcopy(body)
@@ -359,7 +368,11 @@ class Api:
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
-        return self._default(resource, obj, strict)
+        if default:
+            return self._default(resource, obj, strict)
+        if strict and resource.custom:
+            self._default(resource, copy.deepcopy(obj), strict)
+        return obj
 
     def _default(self, resource: Resource, obj: Obj, strict: bool = False) -> Obj:
         if not resource.custom:
@@ -572,11 +585,12 @@ class Api:
             applied = yaml.load(body, Loader=_YAML_LOADER)
         except yaml.YAMLError as error:
             raise errors.bad_request(f"error decoding YAML: {error}") from error
-        applied = self._decode(resource, namespace, applied, caller.strict)
+        applied = self._decode(resource, namespace, applied, caller.strict, default=False)
         self._check_name(applied, name)
 
         def attempt() -> tuple[Obj, bool]:
             live = self.store.get(resource.group, resource.plural, namespace, name)
+            self._check_apply_preconditions(resource, name, live, applied["metadata"])
             try:
                 merged = server_side_apply(
                     live, applied, caller.manager, caller.force, resource.api_version, now()
@@ -589,6 +603,24 @@ class Api:
             return self._update(resource, live, merged, caller, subresource, managed=True), False
 
         return _retrying(resource, name, attempt)
+
+    def _check_apply_preconditions(
+        self, resource: Resource, name: str, live: Obj | None, applied: Obj
+    ) -> None:
+        """uid and resourceVersion in an apply configuration are preconditions, as for any
+        patch: a uid that does not match (or names an object that is gone) and a stale
+        resourceVersion are conflicts, so an applier never writes over an object it did not
+        see."""
+        if live is None:
+            if applied.get("uid"):
+                uid = applied["uid"]
+                why = f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                raise errors.conflict(resource.group, resource.plural, name, why)
+            return
+        self._check_preconditions(resource, live, {"uid": applied.get("uid")})
+        version = applied.get("resourceVersion")
+        if version and version != live["metadata"].get("resourceVersion"):
+            raise errors.conflict(resource.group, resource.plural, name, errors.STALE)
 
     def _check_preconditions(self, resource: Resource, current: Obj, preconditions: Obj) -> None:
         meta = current["metadata"]
