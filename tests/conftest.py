@@ -24,7 +24,7 @@ from tests.apiserver.server import ApiServer
 
 # Fixtures that run our webhook server and register it with the cluster, for every test that
 # needs admission as users meet it. Registered here so pytest rewrites their asserts too.
-pytest_plugins = ["tests.e2e.webhooks"]
+pytest_plugins = ["tests.e2e.webhooks", "tests.e2e.controller"]
 
 REAL_KUBECONFIG_ENV = "ACCURATE_TEST_KUBECONFIG"
 NEEDS_SERVER = "needs the in-memory API server's internals (not available on a real cluster)"

@@ -221,14 +221,7 @@ def start_webhooks(
         # delete namespaces, which needs the webhooks still answering.
         cluster.on_cleanup(server.stop)
         hooks = Webhooks(server, webhook_ca, cert_dir, calls)
-        objects = render(MANIFESTS / manifests)
-        for configuration in registration(
-            objects, hooks.url(), ca_bundle(webhook_ca), cluster.unique("test")
-        ):
-            path = _configuration_path(configuration)
-            kube.create(path, configuration)
-            cluster.on_cleanup(functools.partial(_delete, kube, _object_path(path, configuration)))
-        _wait_until_effective(cluster, kube)
+        register_webhooks(cluster, hooks.url(), webhook_ca, manifests)
         return hooks
 
     yield start
@@ -241,6 +234,20 @@ def start_webhooks(
 def webhooks(start_webhooks: Callable[..., Webhooks]) -> Webhooks:
     """The webhook server with the controller's default flags, registered and answering."""
     return start_webhooks()
+
+
+def register_webhooks(
+    cluster: Cluster, base_url: str, ca: trustme.CA, manifests: str = "default"
+) -> None:
+    """Register the manifests' webhook configurations for a server at ``base_url`` (trusted
+    through ``ca``), removed after the test, and wait until the API server calls them."""
+    kube = connect(cluster)
+    objects = render(MANIFESTS / manifests)
+    for configuration in registration(objects, base_url, ca_bundle(ca), cluster.unique("test")):
+        path = _configuration_path(configuration)
+        kube.create(path, configuration)
+        cluster.on_cleanup(functools.partial(_delete, kube, _object_path(path, configuration)))
+    _wait_until_effective(cluster, kube)
 
 
 def _object_path(collection: str, obj: dict[str, Any]) -> str:

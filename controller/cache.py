@@ -1,0 +1,368 @@
+"""The controller's picture of the cluster, kept current by one list and then watches per kind.
+
+Each kind is listed once (in pages) and then watched from the list's resourceVersion, with
+bookmarks so that a resumed watch starts close to now. A ``410 Gone`` or a broken stream means
+events may have been missed, so the kind is listed again; a watch that merely ended is resumed
+where it stopped. Every resync period each kind is listed again anyway, as a safety net against
+anything a watch could have lost. Only what the planner reads is kept: namespaces in full (their
+``managedFields`` say which keys the controller owns), SubNamespaces and the sources and copies
+of watched kinds in full without ``managedFields``, every other object of a watched kind as a
+stub of its identity, labels and annotations, so memory stays bounded by what propagates.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from controller.owners import awaits_verdict
+from controller.throttle import Backoff
+from libaccurate.config import WatchedResource
+from libaccurate.constants import (
+    ANNOTATION_FROM,
+    ANNOTATION_PROPAGATE,
+    GROUP,
+    STORAGE_VERSION,
+    SUBNAMESPACE_PLURAL,
+)
+from libaccurate.forest import Forest
+from libaccurate.kube import ApiError, Kube, KubeError, resource_path
+
+Obj = dict[str, Any]
+Key = tuple[str, str]
+PAGE_SIZE = "500"
+_STUB_FIELDS = ("name", "namespace", "uid", "resourceVersion", "labels", "annotations")
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One kind the cache mirrors: its name in logs and metrics, where it is listed, and what
+    of each object is kept."""
+
+    name: str
+    path: str
+    keep: Callable[[Obj], Obj]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """How a write the controller just made will show in the cache once its event arrived.
+
+    ``written``: the object is there at ``resource_version`` or a later one. ``terminating``:
+    the incarnation ``uid`` is being deleted or is gone. ``gone``: it is gone. The loop waits
+    for its own writes to show before planning again, so that it never acts twice on the same
+    stale picture.
+    """
+
+    resource: str
+    namespace: str
+    name: str
+    state: Literal["written", "terminating", "gone"] = "written"
+    resource_version: str = ""
+    uid: str | None = None
+
+
+def resource_name(group: str, plural: str) -> str:
+    """``roles.rbac.authorization.k8s.io``, or the bare plural for the core group."""
+    return f"{plural}.{group}" if group else plural
+
+
+NAMESPACES = "namespaces"
+SUBNAMESPACES = resource_name(GROUP, SUBNAMESPACE_PLURAL)
+
+
+def _keep_all(obj: Obj) -> Obj:
+    return obj
+
+
+def _without_managed_fields(obj: Obj) -> Obj:
+    metadata = obj.get("metadata") or {}
+    if "managedFields" not in metadata:
+        return obj
+    trimmed = {key: value for key, value in metadata.items() if key != "managedFields"}
+    return {**obj, "metadata": trimmed}
+
+
+def _watched_object_keeper(propagate_generated: bool) -> Callable[[Obj], Obj]:
+    """What to keep of an object of a watched kind: all of a source or copy, else a stub.
+
+    With propagate-generated on, an object controlled by another one and not yet marked may
+    become a source in the very pass that marks it, so it is kept in full too, with its owner
+    references.
+    """
+
+    def keep(obj: Obj) -> Obj:
+        metadata = obj.get("metadata") or {}
+        annotations = metadata.get("annotations") or {}
+        if ANNOTATION_PROPAGATE in annotations or ANNOTATION_FROM in annotations:
+            return _without_managed_fields(obj)
+        if propagate_generated and awaits_verdict(obj):
+            return _without_managed_fields(obj)
+        return {"metadata": {key: metadata[key] for key in _STUB_FIELDS if key in metadata}}
+
+    return keep
+
+
+def mirrored(watched: Iterable[WatchedResource], propagate_generated: bool) -> list[Resource]:
+    """What the controller's cache holds: namespaces, SubNamespaces and each watched kind."""
+    keep = _watched_object_keeper(propagate_generated)
+    resources = [
+        Resource(NAMESPACES, resource_path("", "v1", NAMESPACES), _keep_all),
+        Resource(
+            SUBNAMESPACES,
+            resource_path(GROUP, STORAGE_VERSION, SUBNAMESPACE_PLURAL),
+            _without_managed_fields,
+        ),
+    ]
+    for w in watched:
+        name = resource_name(w.gvk.group, w.plural)
+        resources.append(Resource(name, resource_path(w.gvk.group, w.gvk.version, w.plural), keep))
+    return resources
+
+
+def _key(obj: Mapping[str, Any]) -> Key:
+    metadata = obj.get("metadata") or {}
+    return (metadata.get("namespace") or "", metadata.get("name") or "")
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _at_least(version: str, wanted: str) -> bool:
+    """Whether ``version`` is ``wanted`` or newer.
+
+    Resource versions are opaque to clients in principle; every API server in use hands out
+    etcd revisions, which grow. When either is not a number, only equality is trusted.
+    """
+    if version.isdigit() and wanted.isdigit():
+        return int(version) >= int(wanted)
+    return version == wanted
+
+
+class Cache:
+    """Objects by kind and (namespace, name); ``version`` grows with every change seen."""
+
+    def __init__(self, kube: Kube, resources: Sequence[Resource], resync_period: float) -> None:
+        self.kube = kube
+        self.resources = tuple(resources)
+        self.resync_period = resync_period
+        self._objects: dict[str, dict[Key, Obj]] = {r.name: {} for r in self.resources}
+        self._listed: set[str] = set()
+        # The resourceVersion each kind's list or watch has reached.
+        self._positions: dict[str, str] = {}
+        self._version = 0
+        self._stopping = False
+        self._changed = threading.Condition()
+        self._forest: tuple[int, Forest] | None = None
+
+    def start(self, stop: threading.Event) -> None:
+        """Start one thread per kind; they run until ``stop`` is set (daemon threads). Waits
+        on the cache end when ``stop`` is set."""
+        for resource in self.resources:
+            reflector = _Reflector(self, resource, stop)
+            thread = threading.Thread(target=reflector.run, name=f"cache-{resource.name}")
+            thread.daemon = True
+            thread.start()
+        threading.Thread(target=self._wake_on, args=(stop,), name="cache-stop", daemon=True).start()
+
+    def _wake_on(self, stop: threading.Event) -> None:
+        stop.wait()
+        with self._changed:
+            self._stopping = True
+            self._changed.notify_all()
+
+    @property
+    def synced(self) -> bool:
+        """Whether every kind has been listed at least once (what /readyz reports)."""
+        with self._changed:
+            return len(self._listed) == len(self.resources)
+
+    @property
+    def version(self) -> int:
+        with self._changed:
+            return self._version
+
+    def items(self, resource: str) -> list[Obj]:
+        with self._changed:
+            return list(self._objects[resource].values())
+
+    def forest(self) -> Forest:
+        """The namespace forest as cached; the admission webhooks ask for it on every request,
+        so it is built again only after the cache changed."""
+        with self._changed:
+            version = self._version
+            if self._forest is None or self._forest[0] != version:
+                namespaces = list(self._objects[NAMESPACES].values())
+                self._forest = (version, Forest.build(namespaces))
+            return self._forest[1]
+
+    def sizes(self) -> dict[str, int]:
+        with self._changed:
+            return {name: len(objects) for name, objects in self._objects.items()}
+
+    def wait_for_change(self, since: int, timeout: float) -> int:
+        """Block until the version differs from ``since`` or ``timeout`` passes; the version."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._version != since or self._stopping, timeout=max(timeout, 0.0)
+            )
+            return self._version
+
+    def wait_for_quiet(self, quiet: float, limit: float) -> None:
+        """Let a burst of changes (a kubectl apply of many objects) land before planning.
+
+        Returns once nothing changed for ``quiet`` seconds, or after ``limit`` seconds.
+        """
+        deadline = time.monotonic() + limit
+        seen = self.version
+        while (remaining := deadline - time.monotonic()) > 0:
+            now = self.wait_for_change(seen, min(quiet, remaining))
+            if now == seen:
+                return
+            seen = now
+
+    def wait_for_expectations(
+        self, expectations: Iterable[Expectation], timeout: float, stop: threading.Event
+    ) -> list[Expectation]:
+        """Block until the cache shows every expected write, or ``timeout`` passed; returns
+        the expectations still not met."""
+        pending = list(expectations)
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while pending and not stop.is_set():
+                pending = [e for e in pending if not self._shows(e)]
+                remaining = deadline - time.monotonic()
+                if not pending or remaining <= 0:
+                    break
+                self._changed.wait(min(remaining, 0.5))
+        return pending
+
+    def _shows(self, expected: Expectation) -> bool:
+        found = self._objects.get(expected.resource, {}).get((expected.namespace, expected.name))
+        if expected.state == "written":
+            # Caught up when the object is there at that version or later, or when the kind's
+            # watch has gone past it (the object may have been changed or deleted since).
+            position = self._positions.get(expected.resource, "")
+            if found is not None and _at_least(_version(found), expected.resource_version):
+                return True
+            return position.isdigit() and _at_least(position, expected.resource_version)
+        if found is None:
+            return True
+        metadata = found.get("metadata") or {}
+        if metadata.get("uid") != expected.uid:
+            return True
+        return expected.state == "terminating" and bool(metadata.get("deletionTimestamp"))
+
+    def _replace(self, resource: str, objects: dict[Key, Obj], version: str) -> None:
+        """A fresh list: signal a change only if any object differs from what was held."""
+        with self._changed:
+            old = self._objects[resource]
+            self._objects[resource] = objects
+            self._positions[resource] = version
+            first = resource not in self._listed
+            self._listed.add(resource)
+            before = {key: _version(obj) for key, obj in old.items()}
+            if first or before != {key: _version(obj) for key, obj in objects.items()}:
+                self._bump()
+            else:
+                self._changed.notify_all()
+
+    def _observe(self, resource: str, event: Mapping[str, Any], keep: Callable[[Obj], Obj]) -> str:
+        """Take in one watch event; returns the version the watch has reached."""
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        version = _version(obj)
+        with self._changed:
+            if version:
+                self._positions[resource] = version
+            objects = self._objects[resource]
+            if kind in ("ADDED", "MODIFIED"):
+                found = objects.get(_key(obj))
+                if found is None or _version(found) != version:
+                    kept = keep(obj)
+                    objects[_key(kept)] = kept
+                    self._bump()
+                    return version
+            elif kind == "DELETED" and objects.pop(_key(obj), None) is not None:
+                self._bump()
+                return version
+            self._changed.notify_all()
+        return version
+
+    def _bump(self) -> None:
+        self._version += 1
+        self._changed.notify_all()
+
+
+class _Reflector:
+    """Keeps one kind of the cache current: list, watch, and list again when needed."""
+
+    def __init__(self, cache: Cache, resource: Resource, stop: threading.Event) -> None:
+        self.cache = cache
+        self.resource = resource
+        self.stop = stop
+        self.pause = Backoff(first=0.5, limit=30.0)
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                version = self._list()
+                self.pause.reset()
+                self._watch(version)
+            except ApiError as error:
+                if error.code == 410:
+                    log.info("watch expired, listing again", extra={"resource": self.resource.name})
+                    continue
+                self._trouble(error)
+            except KubeError as error:
+                self._trouble(error)
+            except Exception:
+                # A reflector that died would freeze the picture for good; log and start over.
+                log.exception("cache update failed", extra={"resource": self.resource.name})
+                self.stop.wait(self.pause.next())
+
+    def _trouble(self, error: KubeError) -> None:
+        log.warning(
+            "cannot list or watch, retrying",
+            extra={"resource": self.resource.name, "error": str(error)},
+        )
+        self.stop.wait(self.pause.next())
+
+    def _list(self) -> str:
+        """List every object in pages; returns the version to watch from."""
+        objects: dict[Key, Obj] = {}
+        query = {"limit": PAGE_SIZE}
+        while True:
+            page = self.cache.kube.list_objects(self.resource.path, **query)
+            for item in page.get("items") or ():
+                kept = self.resource.keep(item)
+                objects[_key(kept)] = kept
+            metadata = page.get("metadata") or {}
+            token = metadata.get("continue")
+            if not token:
+                break
+            query = {"limit": PAGE_SIZE, "continue": token}
+        version = str(metadata.get("resourceVersion") or "")
+        self.cache._replace(self.resource.name, objects, version)
+        return version
+
+    def _watch(self, version: str) -> None:
+        """Follow changes from ``version`` until the next resync is due or ``stop`` is set."""
+        deadline = time.monotonic() + self.cache.resync_period
+        while not self.stop.is_set() and (remaining := deadline - time.monotonic()) > 0:
+            events = self.cache.kube.watch(
+                self.resource.path, version, timeout_seconds=max(1, math.ceil(remaining))
+            )
+            for event in events:
+                if self.stop.is_set():
+                    return
+                reached = self.cache._observe(self.resource.name, event, self.resource.keep)
+                version = reached or version

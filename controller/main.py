@@ -1,0 +1,280 @@
+"""``accurate-controller``: checks everything it needs at startup, then runs until SIGTERM.
+
+Startup reads and validates the config against the API server's discovery, makes sure the
+SubNamespace CRD is served and that the controller's account has every permission it uses;
+any problem ends the process with status 1 and one message naming it. Then the cache, the
+leader election, the reconcile loop and the probe and metrics servers run on threads until
+SIGTERM or SIGINT: the loop stops taking work, writes in flight finish, the Lease is released.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from controller import health, selfcheck
+from controller.applier import Applier
+from controller.cache import Cache, mirrored
+from controller.certs import CertificateError
+from controller.events import Recorder
+from controller.leader import LeaderElector
+from controller.logs import setup_logging
+from controller.loop import Leadership, Loop
+from controller.metrics import Metrics
+from controller.options import DISABLED, PROGRAM, Options, parse
+from controller.owners import Owners
+from controller.throttle import Throttle
+from controller.webhook import WebhookServer
+from controller.writes import Writer
+from libaccurate import __version__
+from libaccurate.config import Config, ConfigError, parse_config, resolve_watches
+from libaccurate.constants import GROUP, STORAGE_VERSION, SUBNAMESPACE_KIND, SUBNAMESPACE_PLURAL
+from libaccurate.kube import ConnectionOptions, Kube, KubeError, load_configuration
+
+# Every request but a watch gives up after this long, so a dead connection never holds a worker.
+REQUEST_TIMEOUT = 30.0
+# How long shutdown waits for the pass in progress before leaving anyway.
+SHUTDOWN_GRACE = 30.0
+
+log = logging.getLogger(__name__)
+
+
+class StartupError(Exception):
+    """The controller cannot start; the message says why and what to do."""
+
+
+@dataclass
+class Controller:
+    """The running parts, for a clean shutdown."""
+
+    stop: threading.Event
+    loop_thread: threading.Thread
+    applier: Applier
+    elector: LeaderElector | None
+    servers: list[health.Server] = field(default_factory=list)
+    webhooks: WebhookServer | None = None
+
+    def shutdown(self) -> None:
+        """Stop taking work, let writes in flight finish, then give up the Lease."""
+        self.stop.set()
+        self.loop_thread.join(SHUTDOWN_GRACE)
+        self.applier.close()
+        if self.elector is not None:
+            self.elector.release()
+        for server in self.servers:
+            server.stop()
+        if self.webhooks is not None:
+            self.webhooks.stop()
+        log.info("stopped")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    options = parse(argv)
+    setup_logging(options.log_format, options.log_level)
+    stop = threading.Event()
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: stop.set())
+    try:
+        controller = start(options, stop)
+    except (StartupError, ConfigError, KubeError, selfcheck.MissingPermissions) as error:
+        print(f"{PROGRAM}: {error}", file=sys.stderr)
+        sys.exit(1)
+    while not stop.wait(1.0) and controller.loop_thread.is_alive():
+        pass
+    crashed = not stop.is_set()
+    controller.shutdown()
+    if crashed:
+        sys.exit(1)
+
+
+def start(options: Options, stop: threading.Event) -> Controller:
+    """Check everything the controller needs and start it; raises what prevents it."""
+    lease_namespace = _lease_namespace(options)
+    config = _read_config(options.config_file)
+    kube = Kube(
+        load_configuration(ConnectionOptions(kubeconfig=options.kubeconfig)),
+        timeout=REQUEST_TIMEOUT,
+        user_agent=f"{PROGRAM}/{__version__}",
+        # The workers, plus the lease, the owner reads and the startup checks.
+        pool_size=options.workers + 4,
+    )
+    discovery = kube.server_resources()
+    watched = resolve_watches(config, discovery, options.config_file)
+    _require_subnamespaces(discovery)
+    selfcheck.check(kube, selfcheck.required(watched, lease_namespace))
+    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    elector = _elector(options, kube, lease_namespace, identity)
+    metrics = Metrics()
+    throttle = Throttle.for_qps(options.qps)
+    cache = Cache(kube, mirrored(watched, options.propagate_generated), options.resync_period)
+    is_leader: Callable[[], bool] = (lambda: elector.is_leader) if elector else (lambda: True)
+    writer = Writer(
+        kube,
+        watched,
+        Recorder(kube, throttle, identity, stop),
+        throttle,
+        metrics,
+        may_write=lambda: not stop.is_set() and is_leader(),
+        stop=stop,
+    )
+    applier = Applier(writer, metrics, options.workers)
+    owners = None
+    if options.propagate_generated:
+        owners = Owners(kube, discovery, throttle, stop, options.resync_period)
+    loop = Loop(
+        cache,
+        config,
+        watched,
+        applier,
+        metrics,
+        Leadership(is_leader, elector.wait_until_leader if elector else lambda _: True),
+        options.resync_period,
+        owners,
+    )
+    loop_thread = threading.Thread(target=loop.run, args=(stop,), name="loop", daemon=True)
+    controller = Controller(stop, loop_thread, applier, elector)
+    controller.webhooks = _webhooks(options, cache, kube, config, metrics)
+    controller.servers = _serve(options, cache, metrics, loop_thread, is_leader)
+    if elector is not None:
+        threading.Thread(target=elector.run, args=(stop,), name="leader", daemon=True).start()
+    cache.start(stop)
+    loop_thread.start()
+    log.info(
+        "started",
+        extra={
+            "version": __version__,
+            "identity": identity,
+            "watches": [f"{w.gvk.kind}.{w.gvk.api_version}" for w in watched],
+        },
+    )
+    return controller
+
+
+def _webhooks(
+    options: Options, cache: Cache, kube: Kube, config: Config, metrics: Metrics
+) -> WebhookServer | None:
+    """The admission and conversion webhooks, served by every replica, leader or not."""
+    if options.webhook_addr == DISABLED:
+        return None
+    server = WebhookServer(
+        options.webhook_addr,
+        Path(options.cert_dir),
+        cache,
+        kube,
+        config.naming_policies,
+        options.allow_cascading_deletion,
+        metrics.observe_webhook,
+    )
+    try:
+        server.start()
+    except (OSError, CertificateError) as error:
+        raise StartupError(str(error)) from error
+    return server
+
+
+def _lease_namespace(options: Options) -> str | None:
+    if not options.leader_election:
+        return None
+    namespace = os.environ.get("POD_NAMESPACE", "")
+    if not namespace:
+        raise StartupError(
+            "POD_NAMESPACE is not set: leader election keeps its Lease in that namespace; "
+            "set it, or pass --no-leader-election to run a single controller"
+        )
+    return namespace
+
+
+def _read_config(path: str) -> Config:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) else str(error)
+        raise StartupError(f"cannot read the config file {path}: {reason}") from error
+    return parse_config(text, path)
+
+
+def _require_subnamespaces(discovery: list[dict[str, object]]) -> None:
+    group_version = f"{GROUP}/{STORAGE_VERSION}"
+    for resource_list in discovery:
+        if resource_list.get("groupVersion") != group_version:
+            continue
+        resources = resource_list.get("resources")
+        if isinstance(resources, list) and any(
+            r.get("name") == SUBNAMESPACE_PLURAL for r in resources
+        ):
+            return
+    raise StartupError(
+        f"the API server does not serve {SUBNAMESPACE_KIND} ({group_version}): "
+        "install the CRD subnamespaces.accurate.cybozu.com first"
+    )
+
+
+def _elector(
+    options: Options, kube: Kube, lease_namespace: str | None, identity: str
+) -> LeaderElector | None:
+    if lease_namespace is None:
+        return None
+    try:
+        return LeaderElector(
+            kube,
+            lease_namespace,
+            options.leader_election_id,
+            identity,
+            lease_duration=options.lease_duration,
+            renew_deadline=options.renew_deadline,
+            retry_period=options.retry_period,
+        )
+    except ValueError as error:
+        raise StartupError(f"invalid leader election settings: {error}") from error
+
+
+def _serve(
+    options: Options,
+    cache: Cache,
+    metrics: Metrics,
+    loop_thread: threading.Thread,
+    is_leader: Callable[[], bool],
+) -> list[health.Server]:
+    """/healthz and /readyz on the probe address, /metrics on the metrics address."""
+
+    def healthz() -> tuple[int, bytes, str]:
+        if loop_thread.is_alive() or not loop_thread.ident:
+            return 200, b"ok\n", "text/plain"
+        return 500, b"the reconcile loop stopped\n", "text/plain"
+
+    def readyz() -> tuple[int, bytes, str]:
+        if cache.synced:
+            return 200, b"ok\n", "text/plain"
+        return 503, b"the cache has not been filled yet\n", "text/plain"
+
+    def exposition() -> tuple[int, bytes, str]:
+        metrics.set_leader(is_leader())
+        for name, size in cache.sizes().items():
+            metrics.set_cache_size(name, size)
+        body, content_type = metrics.exposition()
+        return 200, body, content_type
+
+    wanted: dict[str, dict[str, health.Route]] = {}
+    if options.health_probe_addr != DISABLED:
+        wanted.setdefault(options.health_probe_addr, {}).update(
+            {"/healthz": healthz, "/readyz": readyz}
+        )
+    if options.metrics_addr != DISABLED:
+        wanted.setdefault(options.metrics_addr, {})["/metrics"] = exposition
+    servers = []
+    try:
+        for addr, routes in wanted.items():
+            servers.append(health.serve(addr, routes))
+    except OSError as error:
+        for server in servers:
+            server.stop()
+        raise StartupError(str(error)) from error
+    return servers

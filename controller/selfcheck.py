@@ -1,0 +1,89 @@
+"""The startup check that the controller's account may do everything the controller does.
+
+Without it, a missing RBAC rule shows up much later as a stream of 403s on one kind of write,
+with the cache looking fine. Each permission is asked of the API server with a
+SelfSubjectAccessReview, and startup fails with one message naming every one that is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from libaccurate.config import WatchedResource
+from libaccurate.constants import GROUP, SUBNAMESPACE_PLURAL
+from libaccurate.kube import Kube, KubeError, resource_path
+
+REVIEWS = resource_path("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
+
+
+@dataclass(frozen=True)
+class Permission:
+    """Verbs on a resource (``plural`` or ``plural/subresource``), cluster-wide unless
+    ``namespace`` is given."""
+
+    group: str
+    resource: str
+    verbs: tuple[str, ...]
+    namespace: str = ""
+
+    def describe(self, verbs: Iterable[str]) -> str:
+        plural, _, subresource = self.resource.partition("/")
+        name = f"{plural}.{self.group}" if self.group else plural
+        where = f" in namespace {self.namespace}" if self.namespace else ""
+        return f"{', '.join(verbs)} {name}{'/' + subresource if subresource else ''}{where}"
+
+
+class MissingPermissions(Exception):
+    """The account lacks permissions; the message names each of them."""
+
+
+def required(watched: Iterable[WatchedResource], lease_namespace: str | None) -> list[Permission]:
+    """What the controller does: the cache lists and watches, the writes of every action, the
+    events, and the Lease when leader election is on."""
+    needed = [
+        Permission("", "namespaces", ("list", "watch", "create", "patch", "delete")),
+        Permission(GROUP, SUBNAMESPACE_PLURAL, ("list", "watch", "patch")),
+        Permission(GROUP, f"{SUBNAMESPACE_PLURAL}/status", ("patch",)),
+        Permission("", "events", ("create", "patch")),
+    ]
+    for w in watched:
+        verbs = ("list", "watch", "create", "update", "patch", "delete")
+        needed.append(Permission(w.gvk.group, w.plural, verbs))
+    if lease_namespace is not None:
+        leases = ("get", "create", "update")
+        needed.append(Permission("coordination.k8s.io", "leases", leases, lease_namespace))
+    return needed
+
+
+def _allowed(kube: Kube, permission: Permission, verb: str) -> bool:
+    plural, _, subresource = permission.resource.partition("/")
+    attributes = {"group": permission.group, "resource": plural, "verb": verb}
+    if subresource:
+        attributes["subresource"] = subresource
+    if permission.namespace:
+        attributes["namespace"] = permission.namespace
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attributes},
+    }
+    answer = kube.create(REVIEWS, review)
+    return bool((answer.get("status") or {}).get("allowed"))
+
+
+def check(kube: Kube, permissions: Iterable[Permission]) -> None:
+    """Raise MissingPermissions naming every permission not granted, KubeError when the API
+    cannot be asked."""
+    lacking = []
+    try:
+        for permission in permissions:
+            denied = [verb for verb in permission.verbs if not _allowed(kube, permission, verb)]
+            if denied:
+                lacking.append(permission.describe(denied))
+    except KubeError as error:
+        raise KubeError(f"cannot check the controller's permissions: {error}") from error
+    if lacking:
+        raise MissingPermissions(
+            "the controller's account lacks permissions it needs: " + "; ".join(lacking)
+        )

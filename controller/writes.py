@@ -1,0 +1,456 @@
+"""How each planned action is carried out: the API requests it stands for.
+
+Every request waits for the client-side rate limit and for the right to write (the lease), and
+a refusal for a passing reason (429, 5xx, a timeout) is tried again after a growing pause. A
+409 Conflict is never retried blindly: the plan was made from a picture that is out of date, so
+the action is left to the next pass (``Replan``), which plans from fresher data. Preconditions
+(uid, resourceVersion) ride along on every write that could otherwise hit an object changed
+since the snapshot.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal, TypeVar
+
+from controller.cache import NAMESPACES, SUBNAMESPACES, Expectation, resource_name
+from controller.events import Recorder
+from controller.metrics import Metrics
+from controller.throttle import Backoff, Throttle
+from libaccurate.actions import (
+    Action,
+    AddFinalizer,
+    AnnotateObject,
+    ApplyNamespaceMetadata,
+    CreateNamespace,
+    CreateObject,
+    DeleteNamespace,
+    DeleteObject,
+    ObjectRef,
+    PatchSubNamespaceStatus,
+    RemoveFinalizer,
+    ReplaceObject,
+)
+from libaccurate.cloning import copied_from
+from libaccurate.config import WatchedResource
+from libaccurate.constants import (
+    CREATED_BY_VALUE,
+    FIELD_MANAGER,
+    FINALIZER,
+    GROUP,
+    LABEL_CREATED_BY,
+    LABEL_PARENT,
+    STORAGE_VERSION,
+    SUBNAMESPACE_KIND,
+    SUBNAMESPACE_PLURAL,
+)
+from libaccurate.kube import ApiError, Kube, KubeError, resource_path
+from libaccurate.lifecycle import OWNED_CONDITIONS
+
+Obj = dict[str, Any]
+T = TypeVar("T")
+
+SUBNAMESPACE_API_VERSION = f"{GROUP}/{STORAGE_VERSION}"
+DELETE_OPTIONS = {"apiVersion": "v1", "kind": "DeleteOptions"}
+RETRY_AFTER_LIMIT = 30.0
+
+REASON_NAMESPACE_CREATED = "NamespaceCreated"
+REASON_COPY_CREATED = "CopyCreated"
+REASON_COPY_UPDATED = "CopyUpdated"
+REASON_COPY_RECREATED = "CopyRecreated"
+REASON_COPY_DELETED = "CopyDeleted"
+
+
+class Replan(Exception):
+    """The server's answer shows the plan was made from stale data: leave it to the next pass."""
+
+
+class Aborted(Exception):
+    """The controller is stopping or lost the lease: no more writes."""
+
+
+@dataclass(frozen=True)
+class Notice:
+    """An event to record once the pass's writes are done."""
+
+    involved: ObjectRef
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a write leaves behind: how it will show in the cache, and what to tell users."""
+
+    expectations: tuple[Expectation, ...] = ()
+    notices: tuple[Notice, ...] = ()
+
+
+def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _expect(resource: str, obj: Mapping[str, Any]) -> Expectation:
+    metadata = _metadata(obj)
+    namespace, name = metadata.get("namespace") or "", metadata.get("name") or ""
+    version = str(metadata.get("resourceVersion") or "")
+    return Expectation(resource, namespace, name, resource_version=version)
+
+
+def _retry_after(error: ApiError) -> float | None:
+    seconds = (error.status.get("details") or {}).get("retryAfterSeconds")
+    return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
+
+
+def _immutable(error: ApiError) -> bool:
+    """A 422 saying a field cannot change (a RoleBinding's roleRef, an immutable Secret)."""
+    text = error.message.lower()
+    return error.code == 422 and ("immutable" in text or "cannot change roleref" in text)
+
+
+class Known:
+    """The namespaces and SubNamespaces of one pass: as the snapshot had them, then as the pass
+    wrote them.
+
+    A status written after the finalizer was added in the same pass must be sent at the
+    version the finalizer patch returned, not the snapshot's; a namespace's metadata is
+    applied only to the incarnation the plan was made for.
+    """
+
+    def __init__(
+        self, namespaces: Iterable[Mapping[str, Any]], subnamespaces: Iterable[Mapping[str, Any]]
+    ) -> None:
+        self._namespaces = {_metadata(o).get("name", ""): o for o in namespaces}
+        self._subnamespaces: dict[tuple[str, str], Mapping[str, Any]] = {
+            (_metadata(o).get("namespace", ""), _metadata(o).get("name", "")): o
+            for o in subnamespaces
+        }
+        self._lock = threading.Lock()
+
+    def namespace(self, name: str) -> Mapping[str, Any] | None:
+        with self._lock:
+            return self._namespaces.get(name)
+
+    def put_namespace(self, obj: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._namespaces[_metadata(obj).get("name", "")] = obj
+
+    def subnamespace(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        with self._lock:
+            return self._subnamespaces.get((namespace, name))
+
+    def put_subnamespace(self, obj: Mapping[str, Any]) -> None:
+        metadata = _metadata(obj)
+        with self._lock:
+            self._subnamespaces[(metadata.get("namespace", ""), metadata.get("name", ""))] = obj
+
+    def ref(self, namespace: str, name: str) -> ObjectRef:
+        """What an event about SubNamespace ``namespace/name`` points at (with its uid)."""
+        found = self.subnamespace(namespace, name)
+        uid = _metadata(found).get("uid") if found else None
+        return ObjectRef(SUBNAMESPACE_API_VERSION, SUBNAMESPACE_KIND, namespace, name, uid)
+
+
+class Writer:
+    """Sends the requests of one action at a time; shared by the applier's workers."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        watched: Iterable[WatchedResource],
+        recorder: Recorder,
+        throttle: Throttle,
+        metrics: Metrics,
+        may_write: Callable[[], bool],
+        stop: threading.Event,
+        attempts: int = 5,
+    ) -> None:
+        self.kube = kube
+        self.kinds = {(w.gvk.api_version, w.gvk.kind): w for w in watched}
+        self.recorder = recorder
+        self.throttle = throttle
+        self.metrics = metrics
+        self.may_write = may_write
+        self.stop = stop
+        self.attempts = attempts
+
+    def write(self, action: Action, known: Known) -> Written:
+        """Carry out ``action``; raises Replan, Aborted or KubeError when it did not happen."""
+        if isinstance(action, CreateNamespace):
+            return self._create_namespace(action, known)
+        if isinstance(action, ApplyNamespaceMetadata):
+            return self._apply_namespace(action, known)
+        if isinstance(action, DeleteNamespace):
+            return self._delete_namespace(action)
+        if isinstance(action, (AddFinalizer, RemoveFinalizer)):
+            return self._set_finalizer(action, known)
+        if isinstance(action, PatchSubNamespaceStatus):
+            return self._patch_status(action, known)
+        if isinstance(action, CreateObject):
+            return self._create_object(action.object)
+        if isinstance(action, ReplaceObject):
+            return self._replace_object(action)
+        if isinstance(action, DeleteObject):
+            return self._delete_object(action)
+        if isinstance(action, AnnotateObject):
+            return self._annotate_object(action)
+        self.tell(Notice(action.involved, action.type, action.reason, action.message))
+        return Written()
+
+    def tell(self, notice: Notice) -> None:
+        """Record an event, unless this replica may no longer write."""
+        if self.may_write():
+            self.recorder.record(notice.involved, notice.type, notice.reason, notice.message)
+
+    def _call(self, send: Callable[[], T]) -> T:
+        """Send one request, trying again on 429, 5xx and timeouts; 409 Conflict is Replan."""
+        pause = Backoff(first=0.2, limit=5.0)
+        for attempt in range(1, self.attempts + 1):
+            if not self.may_write() or not self.throttle.wait(self.stop):
+                raise Aborted
+            try:
+                return send()
+            except ApiError as error:
+                self.metrics.count_api_error(error.code)
+                if error.conflict:
+                    raise Replan(error.message) from error
+                if not error.retriable or attempt == self.attempts:
+                    raise
+                wait = min(_retry_after(error) or pause.next(), RETRY_AFTER_LIMIT)
+            except KubeError:
+                if attempt == self.attempts:
+                    raise
+                wait = pause.next()
+            if self.stop.wait(wait):
+                raise Aborted
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _found(self, send: Callable[[], T]) -> T | None:
+        """``_call``, but None when the server answers 404 Not Found."""
+        try:
+            return self._call(send)
+        except ApiError as error:
+            if error.not_found:
+                return None
+            raise
+
+    def _delete(self, path: str, preconditions: Mapping[str, str | None]) -> bool:
+        """DELETE with the given preconditions; False when there was nothing to delete."""
+        wanted = {key: value for key, value in preconditions.items() if value}
+        body = {**DELETE_OPTIONS, "preconditions": wanted}
+        # A successful DELETE may answer with an empty body; only a 404 means "not there".
+        return self._found(lambda: self.kube.delete(path, body) or {}) is not None
+
+    def _object_path(self, ref: ObjectRef, *, collection: bool = False) -> tuple[str, str]:
+        """The REST path of a watched object (or of its collection) and the cache's name for
+        its kind."""
+        watched = self.kinds[(ref.api_version, ref.kind)]
+        group, version = watched.gvk.group, watched.gvk.version
+        name = None if collection else ref.name
+        path = resource_path(group, version, watched.plural, ref.namespace, name)
+        return path, resource_name(group, watched.plural)
+
+    # -- namespaces ---------------------------------------------------------------------------
+
+    def _create_namespace(self, action: CreateNamespace, known: Known) -> Written:
+        """POST with only the labels that tie the namespace to its SubNamespace, then apply.
+
+        What a POST sets is owned by an Update entry in ``managedFields``, which no apply can
+        take away; inherited keys must be owned by the apply alone, so that the controller
+        can remove them later. The Go Accurate creates namespaces the same way.
+        """
+        parent = action.labels.get(LABEL_PARENT, "")
+        labels = {LABEL_PARENT: parent, LABEL_CREATED_BY: CREATED_BY_VALUE}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": action.name, "labels": labels},
+        }
+        try:
+            created = self._call(
+                lambda: self.kube.create(resource_path("", "v1", NAMESPACES), body)
+            )
+        except ApiError as error:
+            if error.already_exists:
+                raise Replan(f"namespace {action.name} already exists") from error
+            raise
+        known.put_namespace(created)
+        applied = self._apply_namespace(action, known)
+        message = f"created namespace {action.name}"
+        notice = Notice(known.ref(parent, action.name), "Normal", REASON_NAMESPACE_CREATED, message)
+        return Written(applied.expectations, (notice,))
+
+    def _apply_namespace(
+        self, action: CreateNamespace | ApplyNamespaceMetadata, known: Known
+    ) -> Written:
+        """Server-side apply, with force, to the namespace the plan was made for.
+
+        Its uid and resourceVersion ride along as preconditions: an apply would otherwise
+        create a namespace deleted in the meantime, or put back a parent label someone just
+        removed.
+        """
+        current = _metadata(known.namespace(action.name) or {})
+        metadata: Obj = {"name": action.name}
+        for field_name in ("uid", "resourceVersion"):
+            if current.get(field_name):
+                metadata[field_name] = current[field_name]
+        if action.labels:
+            metadata["labels"] = dict(action.labels)
+        if action.annotations:
+            metadata["annotations"] = dict(action.annotations)
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
+        path = resource_path("", "v1", NAMESPACES, name=action.name)
+        applied = self._found(lambda: self.kube.apply(path, body, FIELD_MANAGER, force=True))
+        if applied is None:
+            raise Replan(f"namespace {action.name} is gone")
+        known.put_namespace(applied)
+        return Written((_expect(NAMESPACES, applied),))
+
+    def _delete_namespace(self, action: DeleteNamespace) -> Written:
+        path = resource_path("", "v1", NAMESPACES, name=action.name)
+        if not self._delete(path, {"uid": action.uid}):
+            return Written()
+        return Written((Expectation(NAMESPACES, "", action.name, "terminating", uid=action.uid),))
+
+    # -- SubNamespaces ------------------------------------------------------------------------
+
+    def _patch_subnamespace(
+        self, known: Known, key: tuple[str, str], body: Obj, subresource: str | None = None
+    ) -> Written:
+        namespace, name = key
+        path = resource_path(GROUP, STORAGE_VERSION, SUBNAMESPACE_PLURAL, namespace, name)
+        if subresource:
+            path = f"{path}/{subresource}"
+        patched = self._found(lambda: self.kube.patch(path, body))
+        if patched is None:
+            raise Replan(f"SubNamespace {namespace}/{name} is gone")
+        known.put_subnamespace(patched)
+        return Written((_expect(SUBNAMESPACES, patched),))
+
+    def _known(self, known: Known, namespace: str, name: str) -> Mapping[str, Any]:
+        sub = known.subnamespace(namespace, name)
+        if sub is None:
+            raise Replan(f"SubNamespace {namespace}/{name} is not in the cache")
+        return sub
+
+    def _set_finalizer(self, action: AddFinalizer | RemoveFinalizer, known: Known) -> Written:
+        """A merge patch of the whole finalizer list, at the version it was read at."""
+        sub = self._known(known, action.namespace, action.name)
+        current = list(_metadata(sub).get("finalizers") or ())
+        if isinstance(action, AddFinalizer):
+            wanted = current if FINALIZER in current else [*current, FINALIZER]
+        else:
+            wanted = [f for f in current if f != FINALIZER]
+        version = _metadata(sub).get("resourceVersion") or action.resource_version
+        body = {"metadata": {"resourceVersion": version, "finalizers": wanted}}
+        written = self._patch_subnamespace(known, (action.namespace, action.name), body)
+        if wanted or not _metadata(sub).get("deletionTimestamp"):
+            return written
+        # The last finalizer of an object being deleted: it goes away.
+        uid = _metadata(sub).get("uid")
+        return Written(
+            (Expectation(SUBNAMESPACES, action.namespace, action.name, "gone", uid=uid),)
+        )
+
+    def _patch_status(self, action: PatchSubNamespaceStatus, known: Known) -> Written:
+        """Write the conditions the controller owns, keeping the others, and keeping the
+        transition time of each condition whose status did not change."""
+        sub = self._known(known, action.namespace, action.name)
+        current = list((sub.get("status") or {}).get("conditions") or ())
+        before = {c.get("type"): c for c in current}
+        now = _now()
+        conditions = [c for c in current if c.get("type") not in OWNED_CONDITIONS]
+        generation = action.status.observed_generation
+        for condition in action.status.conditions:
+            old = before.get(condition.type) or {}
+            kept = old.get("lastTransitionTime") if old.get("status") == condition.status else None
+            conditions.append(
+                {
+                    "type": condition.type,
+                    "status": condition.status,
+                    "observedGeneration": generation,
+                    "lastTransitionTime": kept or now,
+                    "reason": condition.reason,
+                    "message": condition.message,
+                }
+            )
+        body = {
+            "metadata": {"resourceVersion": _metadata(sub).get("resourceVersion")},
+            "status": {"observedGeneration": generation, "conditions": conditions},
+        }
+        return self._patch_subnamespace(known, (action.namespace, action.name), body, "status")
+
+    # -- copies -------------------------------------------------------------------------------
+
+    def _create_object(
+        self, obj: Mapping[str, Any], notice: tuple[str, str] | None = None
+    ) -> Written:
+        ref = ObjectRef.of(obj)
+        path, resource = self._object_path(ref, collection=True)
+        try:
+            created = self._call(lambda: self.kube.create(path, obj))
+        except ApiError as error:
+            if error.namespace_terminating:
+                return Written()
+            if error.already_exists or error.not_found:
+                raise Replan(f"cannot create {ref}: {error.message}") from error
+            raise
+        reason, message = notice or (
+            REASON_COPY_CREATED,
+            f"copied from namespace {copied_from(obj)}",
+        )
+        told = Notice(ObjectRef.of(created), "Normal", reason, message)
+        return Written((_expect(resource, created),), (told,))
+
+    def _replace_object(self, action: ReplaceObject) -> Written:
+        ref = action.ref
+        path, resource = self._object_path(ref)
+        metadata = {**_metadata(action.object), "resourceVersion": action.resource_version}
+        if action.uid:
+            metadata["uid"] = action.uid
+        body = {**action.object, "metadata": metadata}
+        try:
+            replaced = self._call(lambda: self.kube.replace(path, body))
+        except ApiError as error:
+            if error.not_found:
+                raise Replan(f"{ref} is gone") from error
+            if _immutable(error):
+                return self._recreate(action)
+            raise
+        message = f"updated from namespace {copied_from(action.object)}"
+        told = Notice(ObjectRef.of(replaced), "Normal", REASON_COPY_UPDATED, message)
+        return Written((_expect(resource, replaced),), (told,))
+
+    def _recreate(self, action: ReplaceObject) -> Written:
+        """Delete the object (that incarnation only) and create the copy in its place."""
+        path, _ = self._object_path(action.ref)
+        self._delete(path, {"uid": action.uid})
+        origin = copied_from(action.object)
+        message = f"deleted and created again from namespace {origin}: a field of it is immutable"
+        return self._create_object(action.object, (REASON_COPY_RECREATED, message))
+
+    def _delete_object(self, action: DeleteObject) -> Written:
+        ref = action.ref
+        path, resource = self._object_path(ref)
+        if not self._delete(path, {"uid": ref.uid, "resourceVersion": action.resource_version}):
+            return Written()
+        message = "deleted: its source is gone or no longer propagates it here"
+        told = Notice(ref, "Normal", REASON_COPY_DELETED, message)
+        gone = Expectation(resource, ref.namespace, ref.name, "terminating", uid=ref.uid)
+        return Written((gone,), (told,))
+
+    def _annotate_object(self, action: AnnotateObject) -> Written:
+        path, resource = self._object_path(action.ref)
+        body = {"metadata": {"annotations": dict(action.annotations)}}
+        patched = self._found(lambda: self.kube.patch(path, body))
+        if patched is None:
+            raise Replan(f"{action.ref} is gone")
+        return Written((_expect(resource, patched),))

@@ -1,0 +1,138 @@
+"""Starting ``accurate-controller`` (ACCEPTANCE I.4): what it checks before doing anything, and
+how it says what is wrong: one line on stderr, exit status 1 (2 for a bad command line)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from libaccurate import __version__
+from libaccurate.kube import resource_path
+from tests.apiserver.server import ApiServer
+from tests.conftest import Cluster
+from tests.e2e.controller import PROGRAM, Controllers, Scene, environment
+
+
+def refused(result: subprocess.CompletedProcess[str], code: int = 1) -> str:
+    """The one-line complaint of a controller that would not start."""
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr
+    return result.stderr
+
+
+def test_version() -> None:
+    result = subprocess.run(
+        [str(PROGRAM), "--version"], capture_output=True, text=True, env=environment(), check=True
+    )
+    assert result.stdout.strip() == f"accurate-controller {__version__}"
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ("labelKeys: [accurate.cybozu.com/type]\n", "labelKeys"),
+        ("annotationKeys: ['a[']\n", "annotationKeys"),
+        ("watchez: []\n", "watchez"),
+        (
+            "watches: [{group: rbac.authorization.k8s.io, version: v1, kind: ClusterRole}]\n",
+            "ClusterRole",
+        ),
+        ("watches: [{version: v1, kind: Gizmo}]\n", "Gizmo"),
+        ("namingPolicies: [{root: '(', match: x}]\n", "namingPolicies[0]"),
+    ],
+)
+def test_a_bad_config_stops_it(controllers: Controllers, config: str, named: str) -> None:
+    message = refused(controllers.run(config, "--no-leader-election"))
+    assert named in message
+    assert "config-" in message  # the file is named
+
+
+def test_a_missing_config_file_is_named(controllers: Controllers, tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.yaml"
+    result = controllers.run("", "--no-leader-election", "--config-file", str(missing))
+    assert str(missing) in refused(result)
+
+
+def test_leader_election_needs_its_namespace(controllers: Controllers) -> None:
+    message = refused(controllers.run(""))
+    assert "POD_NAMESPACE" in message
+    assert "--no-leader-election" in message
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--feature-gates", "NoSuchGate=true"),
+        ("--feature-gates", "DisablePropagateGenerated=maybe"),
+        ("--resync-period", "soon"),
+        ("--workers", "0"),
+        ("--metrics-addr", "localhost"),
+        ("--log-format", "xml"),
+    ],
+)
+def test_bad_flags_are_usage_errors(controllers: Controllers, flags: tuple[str, str]) -> None:
+    message = refused(controllers.run("", "--no-leader-election", *flags), code=2)
+    assert flags[0] in message
+
+
+def test_without_the_crd_it_says_to_install_it(cluster: Cluster, tmp_path: Path) -> None:
+    if cluster.is_real:
+        pytest.skip("the CRD may be installed on a real cluster")
+    message = refused(Controllers(cluster, tmp_path).run("", "--no-leader-election"))
+    assert "subnamespaces.accurate.cybozu.com" in message
+
+
+def test_an_unreachable_api_server_is_named(controllers: Controllers, tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "elsewhere"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        "clusters: [{name: x, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "contexts: [{name: x, context: {cluster: x, user: x}}]\nusers: [{name: x, user: {}}]\n"
+    )
+    result = controllers.run("", "--no-leader-election", "--kubeconfig", str(kubeconfig))
+    assert "127.0.0.1:9" in refused(result)
+
+
+@pytest.mark.fault_injection
+def test_missing_permissions_are_each_named(
+    controllers: Controllers, apiserver: ApiServer, scene: Scene, tmp_path: Path
+) -> None:
+    user = scene.name("robot")
+    apiserver.add_user(user)
+    rules = [
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch", "create"]},
+        {"apiGroups": ["accurate.cybozu.com"], "resources": ["subnamespaces"], "verbs": ["*"]},
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["list"]},
+    ]
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole"}
+    scene.kube.create(
+        resource_path("rbac.authorization.k8s.io", "v1", "clusterroles"),
+        {**role, "metadata": {"name": user}, "rules": rules},
+    )
+    scene.kube.create(
+        resource_path("rbac.authorization.k8s.io", "v1", "clusterrolebindings"),
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": user},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": user,
+            },
+            "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
+        },
+    )
+    kubeconfig = apiserver.write_kubeconfig(tmp_path / "robot", user=user)
+    config = "watches: [{group: rbac.authorization.k8s.io, version: v1, kind: Role}]\n"
+    lease = scene.namespace("lease")
+    result = controllers.run(config, "--kubeconfig", str(kubeconfig), env={"POD_NAMESPACE": lease})
+    message = refused(result)
+    assert "patch, delete namespaces" in message
+    assert "patch subnamespaces.accurate.cybozu.com/status" in message
+    assert "watch, create, update, patch, delete roles.rbac.authorization.k8s.io" in message
+    assert "create, patch events" in message
+    assert f"get, create, update leases.coordination.k8s.io in namespace {lease}" in message
+    assert "list subnamespaces" not in message
