@@ -1,0 +1,289 @@
+"""Make the release artifacts of the kubectl plugin: archives, checksums and the krew manifest.
+
+``build`` freezes ``kubectl-accurate`` for the machine it runs on (PyInstaller cannot
+cross-compile, so CI runs it once per platform) and packs
+``kubectl-accurate_<tag>_<os>_<arch>.tar.gz`` with the binary and LICENSE at the archive root.
+``manifest`` then takes the archives of every platform, writes ``checksums.txt`` and renders
+the krew manifest ``accurate.yaml`` from ``krew/accurate.template.yaml``.
+
+Usage (from the repository root)::
+
+    python krew/release.py build --tag v0.1.0 --dist dist
+    python krew/release.py manifest --tag v0.1.0 --dist dist
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import io
+import platform
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCHER = ROOT / "krew" / "launcher.py"
+TEMPLATE = ROOT / "krew" / "accurate.template.yaml"
+LICENSE = ROOT / "LICENSE"
+PROGRAM = "kubectl-accurate"
+CHECKSUMS = "checksums.txt"
+MANIFEST = "accurate.yaml"
+# krew wants a "v"-prefixed semantic version (it rejects the manifest otherwise).
+TAG = re.compile(r"v(\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)")
+# Standard-library and third-party modules nothing in the plugin imports: leaving them out
+# keeps the binary smaller and the build faster.
+EXCLUDED_MODULES = (
+    "tkinter",
+    "unittest",
+    "doctest",
+    "lib2to3",
+    "pytest",
+    "hypothesis",
+    "mypy",
+    "IPython",
+    "numpy",
+    "setuptools",
+    "pip",
+    "prometheus_client",
+    "controller",
+    "tests",
+)
+
+
+class ReleaseError(Exception):
+    """A reason the release cannot go on, printed as one ``error:`` line."""
+
+
+@dataclass(frozen=True)
+class Platform:
+    """An os/arch pair in Go's (and so krew's) names."""
+
+    os: str
+    arch: str
+
+    @property
+    def binary(self) -> str:
+        return f"{PROGRAM}.exe" if self.os == "windows" else PROGRAM
+
+    def archive(self, tag: str) -> str:
+        return f"{PROGRAM}_{tag}_{self.os}_{self.arch}.tar.gz"
+
+
+# What a release supports: one archive each, all of them needed for the manifest.
+PLATFORMS = (
+    Platform("linux", "amd64"),
+    Platform("linux", "arm64"),
+    Platform("darwin", "amd64"),
+    Platform("darwin", "arm64"),
+    Platform("windows", "amd64"),
+)
+_OS_NAMES = {"linux": "linux", "darwin": "darwin", "win32": "windows"}
+_ARCH_NAMES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def host_platform() -> Platform:
+    """The platform this machine builds for, refusing the ones a release does not ship."""
+    found = Platform(
+        _OS_NAMES.get(sys.platform, sys.platform),
+        _ARCH_NAMES.get(platform.machine().lower(), platform.machine()),
+    )
+    if found not in PLATFORMS:
+        raise ReleaseError(f"cannot build for {found.os}/{found.arch}: not a release platform")
+    return found
+
+
+def package_version() -> str:
+    """The version ``kubectl accurate --version`` prints, read without importing the package
+    so that the script runs from a bare checkout."""
+    source = (ROOT / "libaccurate" / "__init__.py").read_text(encoding="utf-8")
+    found = re.search(r'^__version__ = "([^"]+)"$', source, re.MULTILINE)
+    if found is None:
+        raise ReleaseError("no __version__ in libaccurate/__init__.py")
+    return found.group(1)
+
+
+def check_tag(tag: str) -> str:
+    """A tag names the version the binary reports, so a release cannot claim another one."""
+    matched = TAG.fullmatch(tag)
+    if matched is None:
+        raise ReleaseError(f"tag {tag!r} is not v<major>.<minor>.<patch>[-<pre-release>]")
+    version = package_version()
+    if matched.group(1) != version:
+        raise ReleaseError(
+            f"tag {tag} does not match the package version {version} (libaccurate/__init__.py)"
+        )
+    return tag
+
+
+def freeze(work: Path) -> Path:
+    """Run PyInstaller in ``work`` and return the single-file binary it made."""
+    command = [
+        sys.executable,
+        "-m",
+        "PyInstaller",
+        "--onefile",
+        "--noconfirm",
+        "--log-level=WARN",
+        f"--name={PROGRAM}",
+        f"--distpath={work / 'dist'}",
+        f"--workpath={work / 'build'}",
+        f"--specpath={work}",
+        f"--paths={ROOT}",
+        # rich picks its Unicode width table at run time, out of PyInstaller's sight.
+        "--collect-submodules=rich._unicode_data",
+        *(f"--exclude-module={name}" for name in EXCLUDED_MODULES),
+        str(LAUNCHER),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise ReleaseError(f"PyInstaller failed (exit {result.returncode}):\n{result.stderr}")
+    built = work / "dist" / host_platform().binary
+    if not built.is_file():
+        raise ReleaseError(f"PyInstaller made no {built.name}")
+    return built
+
+
+def _tar_member(name: str, data: bytes, mode: int) -> tuple[tarfile.TarInfo, io.BytesIO]:
+    """A member owned by root with a fixed time, so the same inputs give the same archive."""
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = mode
+    info.uname = info.gname = "root"
+    return info, io.BytesIO(data)
+
+
+def pack(binary: Path, target: Platform, tag: str, dist: Path) -> Path:
+    """Write the release archive: the binary (executable) and LICENSE at the root."""
+    dist.mkdir(parents=True, exist_ok=True)
+    archive = dist / target.archive(tag)
+    members = [
+        _tar_member(target.binary, binary.read_bytes(), 0o755),
+        _tar_member(LICENSE.name, LICENSE.read_bytes(), 0o644),
+    ]
+    partial = archive.with_name(archive.name + ".partial")
+    with (
+        open(partial, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as zipped,
+        tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        for info, data in members:
+            tar.addfile(info, data)
+    partial.replace(archive)
+    return archive
+
+
+def build(tag: str, dist: Path) -> Path:
+    check_tag(tag)
+    target = host_platform()
+    with tempfile.TemporaryDirectory(prefix="kubectl-accurate-build-") as work:
+        return pack(freeze(Path(work)), target, tag, dist)
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def release_archives(tag: str, dist: Path) -> dict[Platform, Path]:
+    """Every platform's archive, or an error naming all that are missing."""
+    archives = {target: dist / target.archive(tag) for target in PLATFORMS}
+    missing = sorted(path.name for path in archives.values() if not path.is_file())
+    if missing:
+        raise ReleaseError(f"missing archives in {dist}: {', '.join(missing)}")
+    return archives
+
+
+def render_manifest(tag: str, base_url: str, sums: dict[Platform, str]) -> dict[str, Any]:
+    """The krew manifest: the template plus this release's version and one entry per
+    platform. ``files`` names exactly what to install so that nothing else in an archive
+    ever lands in the user's plugin directory."""
+    manifest: dict[str, Any] = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
+    manifest["spec"]["version"] = tag
+    manifest["spec"]["platforms"] = [
+        {
+            "selector": {"matchLabels": {"os": target.os, "arch": target.arch}},
+            "uri": f"{base_url.rstrip('/')}/{target.archive(tag)}",
+            "sha256": sha256,
+            "bin": target.binary,
+            "files": [
+                {"from": target.binary, "to": "."},
+                {"from": LICENSE.name, "to": "."},
+            ],
+        }
+        for target, sha256 in sums.items()
+    ]
+    return manifest
+
+
+def write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)
+
+
+def publish(tag: str, dist: Path, base_url: str | None) -> tuple[Path, Path]:
+    """Write ``checksums.txt`` (``sha256sum`` format) and ``accurate.yaml`` next to the
+    archives, computing everything before writing anything."""
+    check_tag(tag)
+    sums = {target: sha256_of(path) for target, path in release_archives(tag, dist).items()}
+    template = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
+    url = base_url or f"{template['spec']['homepage']}/releases/download/{tag}"
+    manifest = render_manifest(tag, url, sums)
+    checksums = "".join(
+        f"{sha256}  {target.archive(tag)}\n"
+        for target, sha256 in sorted(sums.items(), key=lambda item: item[0].archive(tag))
+    )
+    text = yaml.safe_dump(manifest, sort_keys=False, width=100)
+    write_atomically(dist / CHECKSUMS, checksums)
+    write_atomically(dist / MANIFEST, text)
+    return dist / CHECKSUMS, dist / MANIFEST
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="krew/release.py", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, help_text in (
+        ("build", "freeze kubectl-accurate for this machine and pack its release archive"),
+        ("manifest", "write checksums.txt and the krew manifest for every platform's archive"),
+    ):
+        command = commands.add_parser(name, help=help_text)
+        command.add_argument("--tag", required=True, help="the release tag, e.g. v0.1.0")
+        command.add_argument(
+            "--dist", type=Path, default=ROOT / "dist", help="the directory of the archives"
+        )
+    commands.choices["manifest"].add_argument(
+        "--base-url",
+        help="where the archives are downloaded from (default: the GitHub release of the tag)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        if args.command == "build":
+            print(build(args.tag, args.dist))
+        else:
+            for path in publish(args.tag, args.dist, args.base_url):
+                print(path)
+    except ReleaseError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""The frozen ``kubectl-accurate`` as users get it: built by ``krew/release.py build``,
+installed from its archive the way krew installs it, found by the real ``kubectl`` on PATH and
+driven against the cluster. Freezing takes about half a minute, so the module builds once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Cluster
+from tests.e2e.cli import World
+from tests.release.krew import (
+    TAG,
+    archive_name,
+    check_manifest,
+    host,
+    install,
+    release,
+    stand_in_archives,
+)
+
+pytestmark = pytest.mark.slow
+BASE_URL = "https://example.test/download"
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The host's real archive, the other platforms' stand-ins, checksums.txt, accurate.yaml."""
+    directory = tmp_path_factory.mktemp("dist")
+    built = release("build", "--tag", TAG, "--dist", str(directory))
+    assert built.returncode == 0, built.stderr
+    assert built.stdout == f"{directory / archive_name(*host())}\n"
+    stand_in_archives(directory, real=host())
+    published = release("manifest", "--tag", TAG, "--dist", str(directory), "--base-url", BASE_URL)
+    assert published.returncode == 0, published.stderr
+    return directory
+
+
+@pytest.fixture(scope="module")
+def plugin_path(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """PATH with krew's bin directory and kubectl, but not the virtualenv's console script:
+    whatever ``kubectl accurate`` runs is the frozen binary."""
+    manifest = check_manifest(dist / "accurate.yaml", dist, BASE_URL)
+    bin_dir = install(manifest, *host(), dist, tmp_path_factory.mktemp("krew"))
+    scripts = str(Path(sys.executable).parent)
+    rest = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != scripts]
+    return os.pathsep.join([str(bin_dir), *rest])
+
+
+def kubectl_accurate(path: str, *args: str, kubeconfig: Path | None = None) -> Any:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NO_COLOR")}
+    env["PATH"] = path
+    if kubeconfig is not None:
+        env["KUBECONFIG"] = str(kubeconfig)
+    return subprocess.run(
+        ["kubectl", "accurate", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_archive_holds_the_binary_and_license_at_its_root(dist: Path) -> None:
+    with tarfile.open(dist / archive_name(*host())) as tar:
+        members = {member.name: member for member in tar.getmembers()}
+    binary = "kubectl-accurate.exe" if host()[0] == "windows" else "kubectl-accurate"
+    assert set(members) == {binary, "LICENSE"}
+    assert members[binary].mode & 0o111 and members[binary].isfile()
+    assert members["LICENSE"].size == (Path(__file__).parents[2] / "LICENSE").stat().st_size
+
+
+def test_krew_installed_binary_reports_the_release_version(plugin_path: str) -> None:
+    result = kubectl_accurate(plugin_path, "--version")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0,
+        f"kubectl-accurate {TAG[1:]}\n",
+        "",
+    )
+
+
+def test_sub_create_and_list_through_kubectl(
+    cluster: Cluster, subnamespace_crd: None, plugin_path: str
+) -> None:
+    world = World(cluster)
+    root = world.root()
+    child = world.sub(root, "team")
+    name = cluster.unique("dev")
+    created = kubectl_accurate(
+        plugin_path, "sub", "create", name, root, kubeconfig=cluster.kubeconfig
+    )
+    assert (created.returncode, created.stderr) == (0, "")
+    assert created.stdout == (
+        f"created SubNamespace {root}/{name}; the controller will create namespace {name}\n"
+    )
+    assert world.subnamespace(root, name) is not None
+    listed = kubectl_accurate(plugin_path, "list", root, kubeconfig=cluster.kubeconfig)
+    assert (listed.returncode, listed.stderr) == (0, "")
+    assert listed.stdout == f"{root}\n└── {child}\n"
