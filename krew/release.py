@@ -4,7 +4,7 @@
 cross-compile, so CI runs it once per platform) and packs
 ``kubectl-accurate_<tag>_<os>_<arch>.tar.gz`` with the binary and LICENSE at the archive root.
 ``manifest`` then takes the archives of every platform, writes ``checksums.txt`` and renders
-the krew manifest ``accurate.yaml`` from ``krew/accurate.template.yaml``.
+the krew manifest ``krew/accurate.yaml`` from ``krew/accurate.template.yaml``.
 
 Usage (from the repository root)::
 
@@ -234,9 +234,9 @@ def write_atomically(path: Path, text: str) -> None:
     partial.replace(path)
 
 
-def publish(tag: str, dist: Path, base_url: str | None) -> tuple[Path, Path]:
-    """Write ``checksums.txt`` (``sha256sum`` format) and ``accurate.yaml`` next to the
-    archives, computing everything before writing anything."""
+def publish(tag: str, dist: Path, base_url: str | None, manifest_path: Path) -> tuple[Path, Path]:
+    """Write ``checksums.txt`` (``sha256sum`` format) next to the archives and the krew
+    manifest to ``manifest_path``, computing everything before writing anything."""
     check_tag(tag)
     sums = {target: sha256_of(path) for target, path in release_archives(tag, dist).items()}
     template = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
@@ -248,8 +248,8 @@ def publish(tag: str, dist: Path, base_url: str | None) -> tuple[Path, Path]:
     )
     text = yaml.safe_dump(manifest, sort_keys=False, width=100)
     write_atomically(dist / CHECKSUMS, checksums)
-    write_atomically(dist / MANIFEST, text)
-    return dist / CHECKSUMS, dist / MANIFEST
+    write_atomically(manifest_path, text)
+    return dist / CHECKSUMS, manifest_path
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -265,6 +265,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             "--dist", type=Path, default=ROOT / "dist", help="the directory of the archives"
         )
     commands.choices["manifest"].add_argument(
+        "--manifest",
+        type=Path,
+        default=ROOT / "krew" / MANIFEST,
+        help="where to write the krew manifest (default: krew/accurate.yaml)",
+    )
+    commands.choices["manifest"].add_argument(
         "--base-url",
         help="where the archives are downloaded from (default: the GitHub release of the tag)",
     )
@@ -277,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "build":
             print(build(args.tag, args.dist))
         else:
-            for path in publish(args.tag, args.dist, args.base_url):
+            for path in publish(args.tag, args.dist, args.base_url, args.manifest):
                 print(path)
     except ReleaseError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -37,7 +37,17 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert built.returncode == 0, built.stderr
     assert built.stdout == f"{directory / archive_name(*host())}\n"
     stand_in_archives(directory, real=host())
-    published = release("manifest", "--tag", TAG, "--dist", str(directory), "--base-url", BASE_URL)
+    published = release(
+        "manifest",
+        "--tag",
+        TAG,
+        "--dist",
+        str(directory),
+        "--manifest",
+        str(directory / "accurate.yaml"),
+        "--base-url",
+        BASE_URL,
+    )
     assert published.returncode == 0, published.stderr
     return directory
 

@@ -18,9 +18,23 @@ from tests.release.krew import (
 BASE_URL = "https://example.test/releases/download/" + TAG
 
 
+def manifest_at(folder: Path) -> tuple[str, str]:
+    """Keep the test's manifest out of the checkout (the default is krew/accurate.yaml)."""
+    return ("--manifest", str(folder / "accurate.yaml"))
+
+
 def test_manifest_and_checksums_cover_every_platform(tmp_path: Path) -> None:
     stand_in_archives(tmp_path)
-    result = release("manifest", "--tag", TAG, "--dist", str(tmp_path), "--base-url", BASE_URL)
+    result = release(
+        "manifest",
+        "--tag",
+        TAG,
+        "--dist",
+        str(tmp_path),
+        *manifest_at(tmp_path),
+        "--base-url",
+        BASE_URL,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         str(tmp_path / "checksums.txt"),
@@ -31,18 +45,26 @@ def test_manifest_and_checksums_cover_every_platform(tmp_path: Path) -> None:
     check_manifest(tmp_path / "accurate.yaml", tmp_path, BASE_URL)
 
 
-def test_manifest_defaults_to_the_github_release_of_the_tag(tmp_path: Path) -> None:
+def test_manifest_defaults_to_krew_accurate_yaml_and_the_github_release_of_the_tag(
+    tmp_path: Path,
+) -> None:
     stand_in_archives(tmp_path)
-    assert release("manifest", "--tag", TAG, "--dist", str(tmp_path)).returncode == 0
-    default = f"https://github.com/accurate-py/accurate-py/releases/download/{TAG}"
-    check_manifest(tmp_path / "accurate.yaml", tmp_path, default)
+    rendered = Path(__file__).resolve().parents[2] / "krew" / "accurate.yaml"
+    try:
+        result = release("manifest", "--tag", TAG, "--dist", str(tmp_path))
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines()[-1] == str(rendered)
+        default = f"https://github.com/accurate-py/accurate-py/releases/download/{TAG}"
+        check_manifest(rendered, tmp_path, default)
+    finally:
+        rendered.unlink(missing_ok=True)
 
 
 def test_manifest_refuses_missing_archives_and_writes_nothing(tmp_path: Path) -> None:
     stand_in_archives(tmp_path)
     (tmp_path / archive_name("windows", "amd64")).unlink()
     (tmp_path / archive_name("darwin", "arm64")).unlink()
-    result = release("manifest", "--tag", TAG, "--dist", str(tmp_path))
+    result = release("manifest", "--tag", TAG, "--dist", str(tmp_path), *manifest_at(tmp_path))
     assert result.returncode == 1
     assert result.stderr == (
         f"error: missing archives in {tmp_path}: {archive_name('darwin', 'arm64')}, "
