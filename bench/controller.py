@@ -1,0 +1,79 @@
+"""The controller as an operator runs it (its console script, real flags), and what the
+benchmarks read off the process: passes done, CPU time and peak memory from /proc."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.target import Target
+from tests.contract.helpers import wait_for
+from tests.e2e.controller import PROGRAM, Process, environment, free_port
+
+AGENT = "accurate-controller"
+STARTUP_TIMEOUT = 120.0
+CONFIG: dict[str, Any] = {
+    "watches": [{"version": "v1", "kind": "Secret"}, {"version": "v1", "kind": "ConfigMap"}]
+}
+
+
+def start(target: Target, *flags: str) -> Process:
+    """A controller (no leader election, default resync) that is running; not yet synced."""
+    folder = Path(tempfile.mkdtemp(prefix="accurate-bench-controller-"))
+    config = folder / "config.yaml"
+    config.write_text(yaml.safe_dump(CONFIG))
+    probes, metrics = free_port(), free_port()
+    arguments = [
+        str(PROGRAM),
+        "--kubeconfig",
+        str(target.kubeconfig),
+        "--config-file",
+        str(config),
+        "--log-format",
+        "json",
+        "--no-leader-election",
+        "--health-probe-addr",
+        f"127.0.0.1:{probes}",
+        "--metrics-addr",
+        f"127.0.0.1:{metrics}",
+        *(flags or ("--webhook-addr", "0")),
+    ]
+    log = folder / "controller.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            arguments, stdout=sink, stderr=subprocess.STDOUT, env=environment()
+        )
+    running = Process(process, log, f"http://127.0.0.1:{probes}", f"http://127.0.0.1:{metrics}")
+    target.on_cleanup(running.stop)
+    return running
+
+
+def passes(running: Process) -> float:
+    if running.process.poll() is not None:
+        raise RuntimeError(f"the controller exited:\n{running.output()}")
+    if running.get(f"{running.metrics}/metrics")[0] != 200:
+        return 0.0
+    return running.metric("accurate_reconcile_passes_total")
+
+
+def wait_for_pass(running: Process, after: float = 0.0, timeout: float = STARTUP_TIMEOUT) -> None:
+    """Until the controller has completed more than ``after`` passes."""
+    wait_for(lambda: passes(running) > after, timeout, "a reconcile pass")
+
+
+def cpu_seconds(running: Process) -> float:
+    """User plus system CPU time the process has used so far."""
+    fields = Path(f"/proc/{running.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mib(running: Process) -> float:
+    for line in Path(f"/proc/{running.process.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc status")

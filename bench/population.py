@@ -1,0 +1,105 @@
+"""Filling a cluster fast: namespace trees and objects, created by a pool of writers."""
+
+from __future__ import annotations
+
+import base64
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from bench.target import Target
+from libaccurate.constants import ANNOTATION_PROPAGATE, LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
+from libaccurate.kube import ApiError, resource_path
+
+NAMESPACES = resource_path("", "v1", "namespaces")
+WRITERS = 8
+
+
+def in_parallel(
+    action: Callable[..., object], calls: Iterable[tuple[Any, ...]], writers: int = WRITERS
+) -> None:
+    """``action(*arguments)`` for every tuple in ``calls`` on a pool of ``writers`` threads, the
+    way the controller's workers send writes; the first failure is raised."""
+    with ThreadPoolExecutor(writers) as pool:
+        for future in [pool.submit(action, *arguments) for arguments in calls]:
+            future.result()
+
+
+def forest(target: Target, roots: int, size: int) -> dict[str, list[str]]:
+    """``roots`` trees of ``size`` namespaces in all, of mixed depth: each tree is a chain of
+    ``depth`` levels under its root, the rest hang off the chain's levels round-robin.
+    Returns each root's descendants, parents before children."""
+    per_tree = max(1, size // roots)
+    trees: dict[str, list[str]] = {}
+    layers: list[list[tuple[str, dict[str, str]]]] = [[]]
+    for r in range(roots):
+        root = target.name(f"r{r}")
+        layers[0].append((root, {LABEL_TYPE: TYPE_ROOT}))
+        depth = 1 + r % 4
+        chain = [root]
+        trees[root] = []
+        for i in range(1, per_tree):
+            level = i if i <= depth else i % depth + 1
+            parent = chain[level - 1]
+            name = f"{root}-{i}"
+            if i <= depth:
+                chain.append(name)
+            while len(layers) <= level:
+                layers.append([])
+            layers[level].append((name, {LABEL_PARENT: parent}))
+            trees[root].append(name)
+    kube = target.kube()
+    for layer in layers:
+        in_parallel(functools.partial(_create_namespace, kube), layer)
+    everything = [name for layer in layers for name, _ in layer]
+    target.on_cleanup(lambda: delete_namespaces(target, everything))
+    return trees
+
+
+def _create_namespace(kube: Any, name: str, labels: Mapping[str, str]) -> None:
+    kube.create(NAMESPACES, {"metadata": {"name": name, "labels": dict(labels)}})
+
+
+def delete_namespaces(target: Target, names: Sequence[str]) -> None:
+    """Children first, so that no webhook refuses a parent that still has children."""
+    kube = target.kube()
+
+    def delete(name: str) -> None:
+        try:
+            kube.delete(resource_path("", "v1", "namespaces", name=name))
+        except ApiError as error:
+            if not (error.not_found or error.code == 409):
+                raise
+
+    in_parallel(delete, ((name,) for name in reversed(names)))
+
+
+def secret(namespace: str, name: str, value: str, mode: str | None = None) -> dict[str, Any]:
+    annotations = {ANNOTATION_PROPAGATE: mode} if mode else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "data": {"value": base64.b64encode(value.encode()).decode()},
+    }
+
+
+def secret_value(obj: Mapping[str, Any]) -> str:
+    return base64.b64decode((obj.get("data") or {}).get("value") or "").decode()
+
+
+def secrets_path(namespace: str | None = None, name: str | None = None) -> str:
+    return resource_path("", "v1", "secrets", namespace, name)
+
+
+def configmaps(target: Target, namespaces: Sequence[str], per_namespace: int) -> None:
+    """Objects of a watched kind that nothing propagates: what the controller must hold
+    cheaply."""
+    kube = target.kube()
+
+    def create(namespace: str, index: int) -> None:
+        body = {"metadata": {"name": f"cm-{index}"}, "data": {"key": "x" * 64}}
+        kube.create(resource_path("", "v1", "configmaps", namespace), body)
+
+    in_parallel(create, ((ns, i) for ns in namespaces for i in range(per_namespace)))

@@ -1,0 +1,394 @@
+"""The seven measurements of issue 8, each filling a fresh cluster and returning its rows."""
+
+from __future__ import annotations
+
+import functools
+import http.client
+import json
+import ssl
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trustme
+
+from bench import controller, population
+from bench.population import secret, secret_value, secrets_path
+from bench.report import Row, median, percentile, seconds
+from bench.target import WRITE_VERBS, Target
+from bench.watching import Objects, watch_until
+from controller.webhook import (
+    MUTATE_SUBNAMESPACE_PATH,
+    VALIDATE_NAMESPACE_PATH,
+    VALIDATE_SUBNAMESPACE_PATH,
+)
+from kubectl_accurate.flags import USER_AGENT as CLI_AGENT
+from libaccurate.constants import GROUP, LABEL_PARENT, SUBNAMESPACE_PLURAL
+from libaccurate.kube import resource_path
+from tests.e2e.controller import environment, free_port
+from tests.e2e.webhooks import write_serving_pair
+
+CONVERGE_TIMEOUT = 600.0
+ALL_VERBS = frozenset({"get", "list", "watch", *WRITE_VERBS})
+NAMESPACES_PER_ROOT = 50
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How big each scenario is; the defaults are issue 8's, quick mode's are tiny."""
+
+    cli: tuple[int, ...] = (2000, 10000)
+    runs: int = 5
+    fanout: int = 1000
+    new_sub_objects: int = 20
+    steady_namespaces: int = 5000
+    steady_objects: int = 50000
+    steady_propagated: int = 2000
+    quiet: float = 60.0
+    webhook_requests: int = 1000
+
+
+QUICK = Sizes(
+    cli=(200,),
+    runs=1,
+    fanout=50,
+    new_sub_objects=5,
+    steady_namespaces=200,
+    steady_objects=1000,
+    steady_propagated=100,
+    quiet=3.0,
+    webhook_requests=50,
+)
+
+
+def _timed(action: Callable[[], object]) -> float:
+    started = time.monotonic()
+    action()
+    return time.monotonic() - started
+
+
+def _run(*command: str, env: dict[str, str]) -> None:
+    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed: {result.stderr}")
+
+
+def _counted(value: int | None) -> str:
+    return "n/a (real cluster)" if value is None else str(value)
+
+
+def cli_list(target: Target, sizes: Sizes) -> list[Row]:
+    """1: ``kubectl accurate list`` against ``kubectl get ns -o name``, runs interleaved."""
+    rows = []
+    env = environment(
+        KUBECONFIG=str(target.kubeconfig),
+        KUBECACHEDIR=tempfile.mkdtemp(prefix="accurate-bench-kubectl-"),
+    )
+    theirs = ("kubectl", "get", "ns", "-o", "name")
+    ours = ("kubectl", "accurate", "list")
+    for size in sizes.cli:
+        target.fresh()
+        population.forest(target, max(1, size // NAMESPACES_PER_ROOT), size)
+        _run(*theirs, env=env)  # discovery cache warm for both
+        target.start_counting()
+        _run(*ours, env=env)
+        lists = target.count(CLI_AGENT, frozenset({"list"}))
+        requests = target.count(CLI_AGENT, ALL_VERBS)
+        kubectl_times, accurate_times = [], []
+        for _ in range(sizes.runs):
+            kubectl_times.append(_timed(lambda: _run(*theirs, env=env)))
+            accurate_times.append(_timed(lambda: _run(*ours, env=env)))
+        ratio = median(accurate_times) / median(kubectl_times)
+        name = f"1 CLI list, {size} ns"
+        rows += [
+            Row(name, "kubectl get ns -o name (median)", seconds(median(kubectl_times))),
+            Row(name, "kubectl accurate list (median)", seconds(median(accurate_times))),
+            Row(name, "ratio", f"{ratio:.2f}", "<= 1.2", ratio <= 1.2),
+            Row(name, "LIST requests", _counted(lists), "1", _is(lists, 1), checked=True),
+            Row(name, "requests in all", _counted(requests)),
+        ]
+    return rows
+
+
+def _is(value: int | None, wanted: int) -> bool | None:
+    return None if value is None else value == wanted
+
+
+def _current(name: str, value: str, count: int) -> Callable[[Objects], bool]:
+    """Done when ``count`` objects called ``name`` hold ``value``."""
+
+    def done(objects: Objects) -> bool:
+        held = [obj for (_, n), obj in objects.items() if n == name and secret_value(obj) == value]
+        return len(held) >= count
+
+    return done
+
+
+def fanout(target: Target, sizes: Sizes) -> list[Row]:
+    """2: one update-mode Secret changed in a root of ``fanout`` descendants, against the
+    same number of writes sent by a plain script with the controller's concurrency."""
+    target.fresh()
+    trees = population.forest(target, 1, sizes.fanout + 1)
+    (root, descendants), *_ = trees.items()
+    kube = target.kube()
+
+    def put(namespace: str, value: str) -> None:
+        kube.replace(secrets_path(namespace, "plain"), secret(namespace, "plain", value))
+
+    population.in_parallel(
+        lambda ns: kube.create(secrets_path(ns), secret(ns, "plain", "0")),
+        ((ns,) for ns in descendants),
+    )
+    script = _timed(lambda: population.in_parallel(put, ((ns, "1") for ns in descendants)))
+    kube.create(secrets_path(root), secret(root, "fan", "0", "update"))
+    running = controller.start(target)
+    selector = {"fieldSelector": "metadata.name=fan"}
+    copies = len(descendants) + 1
+    watch_until(kube, secrets_path(), _current("fan", "0", copies), CONVERGE_TIMEOUT, **selector)
+    _settle(running)
+    target.start_counting()
+    started = time.monotonic()
+    kube.replace(secrets_path(root, "fan"), secret(root, "fan", "1", "update"))
+    watch_until(kube, secrets_path(), _current("fan", "1", copies), CONVERGE_TIMEOUT, **selector)
+    fan = time.monotonic() - started
+    writes = target.writes(controller.AGENT)
+    running.stop()
+    name = f"2 fan-out, {len(descendants)} ns"
+    return [
+        Row(name, f"plain script, {population.WRITERS} writers", seconds(script)),
+        Row(name, "controller: change to all copies current", seconds(fan)),
+        Row(name, "ratio", f"{fan / script:.2f}", "<= 1.5", fan / script <= 1.5),
+        Row(name, "controller writes", _counted(writes), str(len(descendants))),
+    ]
+
+
+def new_subnamespace(target: Target, sizes: Sizes) -> list[Row]:
+    """3: SubNamespace created under a root holding propagated objects: time to Ready."""
+    target.fresh()
+    kube = target.kube()
+    (root,) = population.forest(target, 1, 1)
+    for index in range(sizes.new_sub_objects):
+        kube.create(secrets_path(root), secret(root, f"s{index}", "x", "update"))
+    running = controller.start(target)
+    controller.wait_for_pass(running)
+    subs = resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL, root)
+    times = []
+    for run in range(sizes.runs):
+        name = target.name(f"sub{run}")
+        body = {"apiVersion": f"{GROUP}/v2", "kind": "SubNamespace", "metadata": {"name": name}}
+        started = time.monotonic()
+        kube.create(subs, body)
+        watch_until(kube, subs, _ready(root, name), CONVERGE_TIMEOUT)
+        times.append(time.monotonic() - started)
+        target.on_cleanup(functools.partial(kube.delete, f"{subs}/{name}"))
+    in_memory = target.server is not None
+    took = median(times)
+    return [
+        Row(
+            f"3 new SubNamespace, {sizes.new_sub_objects} objects",
+            "time to Ready (median)",
+            seconds(took),
+            "< 1 s (in memory)",
+            took < 1.0 if in_memory else None,
+        )
+    ]
+
+
+def _ready(namespace: str, name: str) -> Callable[[Objects], bool]:
+    def done(objects: Objects) -> bool:
+        obj = objects.get((namespace, name)) or {}
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    return done
+
+
+def steady_state(target: Target, sizes: Sizes) -> list[Row]:
+    """4, 5, 6 and 7 on one cluster: quiet controller, its memory, a restart, its webhooks."""
+    target.fresh()
+    roots = max(1, sizes.steady_namespaces // NAMESPACES_PER_ROOT)
+    trees = population.forest(target, roots, sizes.steady_namespaces)
+    kube = target.kube()
+    sources = [root for root in trees][: max(1, sizes.steady_propagated // NAMESPACES_PER_ROOT)]
+    for root in sources:
+        kube.create(secrets_path(root), secret(root, "shared", "0", "update"))
+    namespaces = [ns for root, tree in trees.items() for ns in (root, *tree)]
+    per_namespace = max(0, (sizes.steady_objects - sizes.steady_propagated) // len(namespaces))
+    population.configmaps(target, namespaces, per_namespace)
+    propagated = len(sources) + sum(len(trees[root]) for root in sources)
+    objects = propagated + per_namespace * len(namespaces)
+    running = controller.start(target)
+    watch_until(
+        kube,
+        secrets_path(),
+        _current("shared", "0", propagated),
+        CONVERGE_TIMEOUT,
+        fieldSelector="metadata.name=shared",
+    )
+    _settle(running)
+    scale = f"{len(namespaces)} ns, {objects} objects, {propagated} propagated"
+    rows = _quiet(target, running, sizes.quiet, f"4 steady, {scale}")
+    rss = controller.peak_rss_mib(running)
+    rows.append(
+        Row(
+            f"5 memory, {scale}",
+            "controller peak RSS",
+            f"{rss:.0f} MiB",
+            "< 150 MB",
+            rss * 1.048576 < 150,
+        )
+    )
+    running.stop()
+    rows += _restart(
+        target, sizes, f"6 restart, {scale}", f"7 webhook, {len(namespaces)} ns", namespaces
+    )
+    return rows
+
+
+def _settle(running: Any, still: float = 3.0) -> None:
+    """Until the controller's log shows a finished pass and then nothing for ``still``
+    seconds: a pass logs each action it applies as it goes, so a silent log after a pass's
+    end means no pass is at work. (The action counter only moves when a pass ends.)"""
+    deadline = time.monotonic() + CONVERGE_TIMEOUT
+    last: list[Any] = []
+    since = time.monotonic()
+    while True:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the controller never settled")
+        records = running.records()
+        if len(records) != len(last):
+            last, since = records, time.monotonic()
+        finished = bool(last) and last[-1].get("msg") == "reconcile pass done"
+        if finished and time.monotonic() - since >= still:
+            return
+        time.sleep(0.2)
+
+
+def _quiet(target: Target, running: Any, quiet: float, name: str) -> list[Row]:
+    """Nothing changes for ``quiet`` seconds (the window itself is the measurement)."""
+    target.start_counting()
+    cpu = controller.cpu_seconds(running)
+    time.sleep(quiet)
+    share = (controller.cpu_seconds(running) - cpu) / quiet * 100
+    lists = target.count(controller.AGENT, frozenset({"list"}))
+    writes = target.writes(controller.AGENT)
+    requests = target.count(controller.AGENT, ALL_VERBS)
+    return [
+        Row(
+            name,
+            f"LIST requests in {quiet:.0f} s",
+            _counted(lists),
+            "0",
+            _is(lists, 0),
+            checked=True,
+        ),
+        Row(name, f"writes in {quiet:.0f} s", _counted(writes), "0", _is(writes, 0), checked=True),
+        Row(name, f"requests in all in {quiet:.0f} s", _counted(requests)),
+        Row(name, "controller CPU", f"{share:.2f} % of a core", "< 2 %", share < 2),
+    ]
+
+
+def _restart(
+    target: Target, sizes: Sizes, name: str, webhook_name: str, namespaces: Sequence[str]
+) -> list[Row]:
+    """6: a new controller (serving webhooks) on the converged cluster; then 7 against it."""
+    ca = trustme.CA()
+    cert_dir = Path(tempfile.mkdtemp(prefix="accurate-bench-certs-"))
+    write_serving_pair(ca, cert_dir)
+    port = free_port()
+    target.start_counting()
+    started = time.monotonic()
+    running = controller.start(
+        target, "--webhook-addr", f"127.0.0.1:{port}", "--cert-dir", str(cert_dir)
+    )
+    controller.wait_for_pass(running)
+    took = time.monotonic() - started
+    writes = target.writes(controller.AGENT)
+    rows = [
+        Row(name, "start to first pass done", seconds(took), "< 10 s", took < 10),
+        Row(name, "writes", _counted(writes), "0", _is(writes, 0), checked=True),
+    ]
+    rows += _webhooks(ca, port, sizes.webhook_requests, webhook_name, namespaces)
+    running.stop()
+    return rows
+
+
+def _webhooks(
+    ca: trustme.CA, port: int, requests: int, name: str, namespaces: Sequence[str]
+) -> list[Row]:
+    """7: admission reviews sent straight to the webhook server over one kept-alive
+    connection, as kube-apiserver sends them; latency seen by the caller."""
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context)
+    parent = namespaces[-1]
+    namespace = {"apiVersion": "v1", "kind": "Namespace"}
+    subnamespace = {"apiVersion": f"{GROUP}/v2", "kind": "SubNamespace"}
+    reviews = [
+        (
+            "namespace CREATE",
+            [VALIDATE_NAMESPACE_PATH],
+            ("", "v1", "Namespace"),
+            {**namespace, "metadata": {"name": "new", "labels": {LABEL_PARENT: parent}}},
+        ),
+        (
+            "SubNamespace CREATE (mutate + validate)",
+            [MUTATE_SUBNAMESPACE_PATH, VALIDATE_SUBNAMESPACE_PATH],
+            (GROUP, "v2", "SubNamespace"),
+            {**subnamespace, "metadata": {"name": "new", "namespace": parent}},
+        ),
+    ]
+    rows = []
+    for figure, paths, kind, obj in reviews:
+        latencies = [
+            _review(connection, path, kind, obj) for _ in range(requests) for path in paths
+        ]
+        p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+        rows += [
+            Row(name, f"{figure} p50", f"{p50 * 1000:.2f} ms"),
+            Row(name, f"{figure} p99", f"{p99 * 1000:.2f} ms", "< 10 ms", p99 < 0.01),
+        ]
+    connection.close()
+    return rows
+
+
+def _review(
+    connection: http.client.HTTPSConnection,
+    path: str,
+    kind: tuple[str, str, str],
+    obj: dict[str, Any],
+) -> float:
+    group, version, kind_name = kind
+    body = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": group, "version": version, "kind": kind_name},
+            "operation": "CREATE",
+            "namespace": obj["metadata"].get("namespace", ""),
+            "object": obj,
+        },
+    }
+    payload = json.dumps(body).encode()
+    started = time.perf_counter()
+    connection.request("POST", path, payload, {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    answer = response.read()
+    took = time.perf_counter() - started
+    if response.status != 200 or "response" not in json.loads(answer):
+        raise RuntimeError(f"{path}: {response.status} {answer[:200]!r}")
+    return took
+
+
+SCENARIOS: dict[str, Callable[[Target, Sizes], list[Row]]] = {
+    "cli": cli_list,
+    "fanout": fanout,
+    "subnamespace": new_subnamespace,
+    "steady": steady_state,
+}
