@@ -19,7 +19,7 @@ from typing import Literal
 
 from controller.cache import Expectation
 from controller.metrics import Metrics
-from controller.writes import Aborted, Known, Notice, Replan, Writer
+from controller.writes import Aborted, Known, Replan, Writer
 from libaccurate.actions import (
     Action,
     AddFinalizer,
@@ -54,7 +54,7 @@ class Outcome:
     result: Result
     error: str = ""
     expectations: tuple[Expectation, ...] = ()
-    notices: tuple[Notice, ...] = ()
+    notices: tuple[EmitEvent, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -157,16 +157,16 @@ class Applier:
 
     def _failure_notices(
         self, state: _Pass, action: Action, error: KubeError
-    ) -> tuple[Notice, ...]:
+    ) -> tuple[EmitEvent, ...]:
         """A Warning on the object concerned; for a namespace, on the SubNamespaces for it."""
         message = f"could not {action.describe()}: {error}"
         if isinstance(action, (CreateObject, ReplaceObject, DeleteObject, AnnotateObject)):
-            return (Notice(action.ref, "Warning", REASON_APPLY_FAILED, message),)
+            return (EmitEvent(action.ref, "Warning", REASON_APPLY_FAILED, message),)
         if isinstance(action, _SUBNAMESPACE_ACTIONS):
             involved = state.known.ref(action.namespace, action.name)
-            return (Notice(involved, "Warning", REASON_APPLY_FAILED, message),)
+            return (EmitEvent(involved, "Warning", REASON_APPLY_FAILED, message),)
         return tuple(
-            Notice(state.known.ref(*key), "Warning", REASON_APPLY_FAILED, message)
+            EmitEvent(state.known.ref(*key), "Warning", REASON_APPLY_FAILED, message)
             for key in state.plan.statuses
             if key[1] == action.namespace
         )
@@ -223,7 +223,7 @@ class Applier:
             jobs.append((step, partial(self._attempt, state, action)))
         return jobs
 
-    def _tell(self, notice: Notice) -> Outcome:
+    def _tell(self, notice: EmitEvent) -> Outcome:
         self.writer.tell(notice)
         return Outcome("done")
 

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from controller.cache import NAMESPACES, SUBNAMESPACES, Expectation, resource_name
 from controller.events import Recorder
@@ -29,6 +29,7 @@ from libaccurate.actions import (
     CreateObject,
     DeleteNamespace,
     DeleteObject,
+    EmitEvent,
     ObjectRef,
     PatchSubNamespaceStatus,
     RemoveFinalizer,
@@ -73,21 +74,11 @@ class Aborted(Exception):
 
 
 @dataclass(frozen=True)
-class Notice:
-    """An event to record once the pass's writes are done."""
-
-    involved: ObjectRef
-    type: Literal["Normal", "Warning"]
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True)
 class Written:
     """What a write leaves behind: how it will show in the cache, and what to tell users."""
 
     expectations: tuple[Expectation, ...] = ()
-    notices: tuple[Notice, ...] = ()
+    notices: tuple[EmitEvent, ...] = ()
 
 
 def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -202,10 +193,10 @@ class Writer:
             return self._delete_object(action)
         if isinstance(action, AnnotateObject):
             return self._annotate_object(action)
-        self.tell(Notice(action.involved, action.type, action.reason, action.message))
+        self.tell(action)
         return Written()
 
-    def tell(self, notice: Notice) -> None:
+    def tell(self, notice: EmitEvent) -> None:
         """Record an event, unless this replica may no longer write."""
         if self.may_write():
             self.recorder.record(notice.involved, notice.type, notice.reason, notice.message)
@@ -285,7 +276,9 @@ class Writer:
         known.put_namespace(created)
         applied = self._apply_namespace(action, known)
         message = f"created namespace {action.name}"
-        notice = Notice(known.ref(parent, action.name), "Normal", REASON_NAMESPACE_CREATED, message)
+        notice = EmitEvent(
+            known.ref(parent, action.name), "Normal", REASON_NAMESPACE_CREATED, message
+        )
         return Written(applied.expectations, (notice,))
 
     def _apply_namespace(
@@ -407,7 +400,7 @@ class Writer:
             REASON_COPY_CREATED,
             f"copied from namespace {copied_from(obj)}",
         )
-        told = Notice(ObjectRef.of(created), "Normal", reason, message)
+        told = EmitEvent(ObjectRef.of(created), "Normal", reason, message)
         return Written((_expect(resource, created),), (told,))
 
     def _replace_object(self, action: ReplaceObject) -> Written:
@@ -426,7 +419,7 @@ class Writer:
                 return self._recreate(action)
             raise
         message = f"updated from namespace {copied_from(action.object)}"
-        told = Notice(ObjectRef.of(replaced), "Normal", REASON_COPY_UPDATED, message)
+        told = EmitEvent(ObjectRef.of(replaced), "Normal", REASON_COPY_UPDATED, message)
         return Written((_expect(resource, replaced),), (told,))
 
     def _recreate(self, action: ReplaceObject) -> Written:
@@ -443,7 +436,7 @@ class Writer:
         if not self._delete(path, {"uid": ref.uid, "resourceVersion": action.resource_version}):
             return Written()
         message = "deleted: its source is gone or no longer propagates it here"
-        told = Notice(ref, "Normal", REASON_COPY_DELETED, message)
+        told = EmitEvent(ref, "Normal", REASON_COPY_DELETED, message)
         gone = Expectation(resource, ref.namespace, ref.name, "terminating", uid=ref.uid)
         return Written((gone,), (told,))
 
