@@ -4,8 +4,10 @@ bodies, and waiting on a condition with a deadline."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from kubernetes import client as k8s_client
@@ -52,3 +54,17 @@ def wait_for(condition: Callable[[], T | None], timeout: float = 10.0, what: str
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or condition}")
         time.sleep(0.02)
+
+
+def kubectl(kubeconfig: Path, *args: str, stdin: Any = None) -> subprocess.CompletedProcess[str]:
+    """Run the real kubectl against ``kubeconfig``; ``stdin`` is sent as is if it is text (YAML),
+    as JSON otherwise. The caller checks the exit code: failing is often what a test wants."""
+    text = stdin if stdin is None or isinstance(stdin, str) else json.dumps(stdin)
+    return subprocess.run(
+        ["kubectl", "--kubeconfig", str(kubeconfig), *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import real_kubeconfig
+from tests.contract.helpers import kubectl
 
 pytestmark = pytest.mark.skipif(
     real_kubeconfig() is not None, reason="tests the in-memory server's own command"
@@ -37,15 +38,6 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, str]]:
         if process.poll() is None:
             process.kill()
         process.wait(timeout=10)
-
-
-def kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["kubectl", "--kubeconfig", str(kubeconfig), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_the_command_prints_its_url_and_writes_a_kubeconfig_kubectl_uses(

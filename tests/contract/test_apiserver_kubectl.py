@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client as k8s_client
 
 from tests.conftest import Cluster
+from tests.contract.helpers import kubectl as run_kubectl
 from tests.contract.helpers import wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
@@ -22,13 +23,7 @@ pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl
 def kubectl(
     kubeconfig: Path, *args: str, stdin: str | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        ["kubectl", "--kubeconfig", str(kubeconfig), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_kubectl(kubeconfig, *args, stdin=stdin)
     if check and result.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
     return result

@@ -8,7 +8,6 @@ matchCondition), so on a real cluster (ACCURATE_TEST_KUBECONFIG) it cannot distu
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import trustme
 from kubernetes import client as k8s_client
 
 from tests.conftest import Cluster
+from tests.contract.helpers import kubectl
 from tests.webhook_server import WebhookServer, closed_port, denied, patched
 
 
@@ -26,16 +26,6 @@ def webhook() -> Iterator[WebhookServer]:
     server = WebhookServer(trustme.CA())
     yield server
     server.close()
-
-
-def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["kubectl", "--kubeconfig", str(kubeconfig), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def register(

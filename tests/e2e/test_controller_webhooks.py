@@ -3,13 +3,12 @@ cluster's webhook configurations point at a controller process that is not the l
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import trustme
 
 from libaccurate.constants import GROUP
+from tests.contract.helpers import kubectl
 from tests.e2e.controller import Controllers, Process, Scene, free_port
 from tests.e2e.webhooks import register_webhooks, write_serving_pair
 
@@ -42,13 +41,7 @@ def test_a_replica_that_is_not_leading_answers_admission(
         "kind": "SubNamespace",
         "metadata": {"name": scene.name("refused"), "namespace": plain},
     }
-    refused = subprocess.run(
-        ["kubectl", "--kubeconfig", str(scene.cluster.kubeconfig), "apply", "-f", "-"],
-        input=json.dumps(manifest),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    refused = kubectl(scene.cluster.kubeconfig, "apply", "-f", "-", stdin=manifest)
     assert refused.returncode == 1
     assert 'admission webhook "vsubnamespace.accurate.cybozu.com" denied the request' in (
         refused.stderr

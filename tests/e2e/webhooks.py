@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import copy
 import functools
-import json
 import os
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
@@ -42,6 +41,7 @@ from libaccurate.constants import (
 from libaccurate.forest import Forest
 from libaccurate.kube import ApiError, ConnectionOptions, Kube, resource_path
 from tests.conftest import Cluster
+from tests.contract.helpers import kubectl as run_kubectl
 from tests.contract.helpers import wait_for
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "controller" / "config"
@@ -122,17 +122,8 @@ def subnamespace_crd_manifest() -> dict[str, Any]:
 
 
 def kubectl(cluster: Cluster, *args: str, stdin: Any = None) -> subprocess.CompletedProcess[str]:
-    """Run the real kubectl against the cluster; ``stdin`` is sent as is if it is text (YAML),
-    as JSON otherwise."""
-    text = stdin if stdin is None or isinstance(stdin, str) else json.dumps(stdin)
-    return subprocess.run(
-        ["kubectl", "--kubeconfig", str(cluster.kubeconfig), *args],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    """Run the real kubectl against the cluster (see tests.contract.helpers.kubectl)."""
+    return run_kubectl(cluster.kubeconfig, *args, stdin=stdin)
 
 
 def namespace(cluster: Cluster, prefix: str, labels: dict[str, str] | None = None) -> str:
