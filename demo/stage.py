@@ -22,11 +22,18 @@ import yaml
 
 from demo.narrator import DemoError, Narrator
 from kubectl_accurate.watched import DEFAULT_CONFIGMAP
-from libaccurate.constants import LABEL_PARENT, SUBNAMESPACE_CRD_NAME
-from libaccurate.kube import ApiError, ConnectionOptions, Kube, KubeError, resource_path
+from libaccurate.constants import SUBNAMESPACE_CRD_NAME
+from libaccurate.kube import ConnectionOptions, Kube, KubeError
 from tests.contract.helpers import wait_for
 from tests.e2e.controller import PROGRAM, free_port
-from tests.e2e.webhooks import MANIFESTS, ca_bundle, registration, render, write_serving_pair
+from tests.e2e.webhooks import (
+    MANIFESTS,
+    ca_bundle,
+    namespace_hook_answers,
+    registration,
+    render,
+    write_serving_pair,
+)
 
 # Generous for a slow machine: each wait of the demo usually takes well under a second.
 WAIT_TIMEOUT = 30.0
@@ -161,18 +168,9 @@ def _register_webhooks(
     configurations = registration(objects, base_url, ca_bundle(ca), "demo")
     (folder / "webhooks.yaml").write_text(yaml.safe_dump_all(configurations))
     narrator.run("kubectl", "apply", "-f", "webhooks.yaml", cwd=folder)
-    wait(lambda: _webhooks_answer(kube), "the API server to call the webhooks")
-
-
-def _webhooks_answer(kube: Kube) -> bool:
-    """Whether the namespace webhook refuses a namespace that is its own parent (a dry run)."""
-    name = "webhook-probe"
-    selfish = {"metadata": {"name": name, "labels": {LABEL_PARENT: name}}}
-    try:
-        kube.create(resource_path("", "v1", "namespaces"), selfish, dryRun="All")
-    except ApiError as error:
-        return error.code == 403
-    return False
+    wait(
+        lambda: namespace_hook_answers(kube, "webhook-probe"), "the API server to call the webhooks"
+    )
 
 
 def _spawn(

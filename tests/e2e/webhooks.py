@@ -254,9 +254,8 @@ def _wait_until_effective(cluster: Cluster, kube: Kube) -> None:
     """Wait until the API server calls the new webhooks: a namespace that is its own parent
     is refused, and a new SubNamespace gets the finalizer (server-side dry runs)."""
     probe = cluster.unique("probe")
-    selfish = {"metadata": {"name": probe, "labels": {LABEL_PARENT: probe}}}
     wait_for(
-        lambda: _refused(kube, NAMESPACES, selfish), REGISTRATION_TIMEOUT, "the namespace webhook"
+        lambda: namespace_hook_answers(kube, probe), REGISTRATION_TIMEOUT, "the namespace webhook"
     )
     root = namespace(cluster, "probe", {LABEL_TYPE: TYPE_ROOT})
     subnamespaces = resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL, namespace=root)
@@ -269,9 +268,12 @@ def _wait_until_effective(cluster: Cluster, kube: Kube) -> None:
     wait_for(finalized, REGISTRATION_TIMEOUT, "the SubNamespace webhooks")
 
 
-def _refused(kube: Kube, path: str, body: dict[str, Any]) -> bool:
+def namespace_hook_answers(kube: Kube, probe: str) -> bool:
+    """Whether the namespace webhook refuses a namespace named ``probe`` that is its own parent
+    (a server-side dry run: nothing is created)."""
+    selfish = {"metadata": {"name": probe, "labels": {LABEL_PARENT: probe}}}
     try:
-        kube.create(path, body, dryRun="All")
+        kube.create(NAMESPACES, selfish, dryRun="All")
     except ApiError as error:
         return error.code == 403
     return False
