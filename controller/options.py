@@ -18,6 +18,8 @@ from libaccurate.constants import FEATURE_DISABLE_PROPAGATE_GENERATED
 from libaccurate.kube import KubeError, parse_duration
 
 PROGRAM = "accurate-controller"
+# The Go Accurate's default: an operator moving over keeps the same load on the API server.
+DEFAULT_QPS = 50.0
 # Feature gates and their defaults, as the Go Accurate's --feature-gates knows them.
 FEATURE_GATES: Mapping[str, bool] = {FEATURE_DISABLE_PROPAGATE_GENERATED: True}
 # An address of "0" turns a server off, as with controller-runtime.
@@ -66,14 +68,17 @@ def _duration(text: str) -> float:
     return seconds
 
 
-def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+def _at_least(least: float, kind: Callable[[str], float]) -> Callable[[str], float]:
+    """A number no smaller than ``least`` (0 for "0 turns it off", 1 for a count)."""
+    wanted = "zero or more" if least == 0 else f"at least {least:g}"
+
     def convert(text: str) -> float:
         try:
             value = kind(text)
         except ValueError:
-            value = 0
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"invalid value {text!r}: must be a positive number")
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: must be {wanted}")
         return value
 
     return convert
@@ -134,9 +139,9 @@ def _parser() -> argparse.ArgumentParser:
     add("--leader-election-retry-period", type=_duration, default=2.0, metavar="DURATION")
     add(
         "--apiserver-qps-throttle",
-        type=_positive(float),
-        default=50.0,
-        help="the most requests a second sent to the API server",
+        type=_at_least(0, float),
+        default=DEFAULT_QPS,
+        help="the most requests a second sent to the API server; 0: no client-side limit",
     )
     add(
         "--webhook-allow-cascading-deletion",
@@ -156,7 +161,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="how often everything is listed again and checked, whatever the watches say",
     )
-    add("--workers", type=_positive(int), default=8, help="writes sent at the same time")
+    add("--workers", type=_at_least(1, int), default=8, help="writes sent at the same time")
     add("--log-format", choices=FORMATS, default="auto", help="auto: text on a terminal, else json")
     add("--log-level", choices=sorted(LEVELS), default="info")
     return parser

@@ -60,7 +60,6 @@ RETRY_AFTER_LIMIT = 30.0
 
 REASON_NAMESPACE_CREATED = "NamespaceCreated"
 REASON_COPY_CREATED = "CopyCreated"
-REASON_COPY_UPDATED = "CopyUpdated"
 REASON_COPY_RECREATED = "CopyRecreated"
 REASON_COPY_DELETED = "CopyDeleted"
 
@@ -418,9 +417,9 @@ class Writer:
             if _immutable(error):
                 return self._recreate(action)
             raise
-        message = f"updated from namespace {copied_from(action.object)}"
-        told = EmitEvent(ObjectRef.of(replaced), "Normal", REASON_COPY_UPDATED, message)
-        return Written((_expect(resource, replaced),), (told,))
+        # No event: following its source is a copy's routine, and an event per copy would
+        # double the requests of every fan-out (the copy's source-hash tells the same).
+        return Written((_expect(resource, replaced),))
 
     def _recreate(self, action: ReplaceObject) -> Written:
         """Delete the object (that incarnation only) and create the copy in its place."""

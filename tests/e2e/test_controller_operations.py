@@ -124,7 +124,7 @@ def test_sigkill_in_the_middle_of_a_fan_out(controllers: Controllers, scene: Sce
     first.kill()
     assert copies("v1") < len(children)
 
-    controllers.start(SECRETS)
+    controllers.start(SECRETS, "--apiserver-qps-throttle", "0")  # 0: no client-side limit
     scene.wait(lambda: copies("v1") == len(children), "every copy")
     scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "v2"))
     scene.wait(lambda: copies("v2") == len(children), "every copy updated")

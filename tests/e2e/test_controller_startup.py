@@ -68,6 +68,7 @@ def test_leader_election_needs_its_namespace(controllers: Controllers) -> None:
         ("--feature-gates", "DisablePropagateGenerated=maybe"),
         ("--resync-period", "soon"),
         ("--workers", "0"),
+        ("--apiserver-qps-throttle", "-1"),
         ("--metrics-addr", "localhost"),
         ("--log-format", "xml"),
     ],
