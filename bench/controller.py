@@ -23,7 +23,8 @@ CONFIG: dict[str, Any] = {
 
 
 def start(target: Target, *flags: str) -> Process:
-    """A controller (no leader election, default resync) that is running; not yet synced."""
+    """A controller (no leader election, default resync, no webhook server unless ``flags``
+    ask for one: a later flag wins) that is running; not yet synced."""
     folder = Path(tempfile.mkdtemp(prefix="accurate-bench-controller-"))
     config = folder / "config.yaml"
     config.write_text(yaml.safe_dump(CONFIG))
@@ -41,7 +42,9 @@ def start(target: Target, *flags: str) -> Process:
         f"127.0.0.1:{probes}",
         "--metrics-addr",
         f"127.0.0.1:{metrics}",
-        *(flags or ("--webhook-addr", "0")),
+        "--webhook-addr",
+        "0",
+        *flags,
     ]
     log = folder / "controller.log"
     with log.open("wb") as sink:
