@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 class Server:
     """A running server; ``port`` is the one bound (useful with port 0)."""
 
-    def __init__(self, http: ThreadingHTTPServer) -> None:
+    def __init__(self, http: Listener) -> None:
         self._http = http
         self._thread = threading.Thread(
             target=http.serve_forever,
@@ -35,7 +35,7 @@ class Server:
 
     @property
     def port(self) -> int:
-        return int(self._http.server_address[1])
+        return self._http.port
 
     def stop(self) -> None:
         """Stop answering and free the port; requests in progress are not waited for."""
@@ -49,10 +49,8 @@ def serve(addr: str, routes: Mapping[str, Route]) -> Server:
     answer GET/HEAD on ``routes``; anything else is 404. Raises ValueError for a malformed
     address and OSError when it cannot listen there."""
     host, port = parse_addr(addr)
-    handler = _handler(dict(routes))
-    http_class = _server_class(host)
     try:
-        http = http_class((host, port), handler)
+        http = Listener(host, port, _handler(dict(routes)))
     except OSError as error:
         raise OSError(error.errno, f"cannot listen on {addr}: {error.strerror or error}") from error
     return Server(http)
@@ -68,8 +66,20 @@ def parse_addr(addr: str) -> tuple[str, int]:
     return host, int(port)
 
 
-class _HttpServer(ThreadingHTTPServer):
-    dual_stack = False
+class Listener(ThreadingHTTPServer):
+    """A threaded HTTP server that listens where a Go controller would for the same flag:
+    an empty host means every interface, IPv6 and IPv4; a host with a colon is IPv6. Shared by
+    the probe, metrics and webhook servers."""
+
+    def __init__(self, host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.dual_stack = not host and socket.has_dualstack_ipv6()
+        if self.dual_stack or ":" in host:
+            self.address_family = socket.AF_INET6
+        super().__init__((host, port), handler)
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
 
     def server_bind(self) -> None:
         """Bind without the reverse DNS lookup http.server does, which can stall startup for
@@ -77,24 +87,7 @@ class _HttpServer(ThreadingHTTPServer):
         if self.dual_stack:
             self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         socketserver.TCPServer.server_bind(self)
-        self.server_name = str(self.server_address[0])
-        self.server_port = int(self.server_address[1])
-
-
-class _Ipv6Server(_HttpServer):
-    address_family = socket.AF_INET6
-
-
-class _DualStackServer(_Ipv6Server):
-    """All interfaces, IPv6 and IPv4, as Go listens for an empty host."""
-
-    dual_stack = True
-
-
-def _server_class(host: str) -> type[_HttpServer]:
-    if not host:
-        return _DualStackServer if socket.has_dualstack_ipv6() else _HttpServer
-    return _Ipv6Server if ":" in host else _HttpServer
+        self.server_name, self.server_port = str(self.server_address[0]), self.port
 
 
 def _handler(routes: dict[str, Route]) -> type[BaseHTTPRequestHandler]:

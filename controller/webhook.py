@@ -13,18 +13,17 @@ import base64
 import json
 import logging
 import socket
-import socketserver
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from controller.certs import ServingCertificate
-from controller.health import parse_addr
+from controller.health import Listener, parse_addr
 from libaccurate.admission import (
     CREATE,
     DELETE,
@@ -134,7 +133,7 @@ class WebhookServer:
         """Load the certificate and listen; raises CertificateError or OSError (port in use)."""
         self.certificate.load()
         try:
-            self._httpd = _HttpsServer((self.host, self._requested_port), self)
+            self._httpd = _HttpsServer(self.host, self._requested_port, self)
         except OSError as error:
             reason = error.strerror or error
             raise OSError(error.errno, f"cannot serve webhooks on {self.addr}: {reason}") from error
@@ -448,29 +447,16 @@ def _status(code: int, reason: str, message: str) -> dict[str, Any]:
 # HTTP
 
 
-class _HttpsServer(ThreadingHTTPServer):
+class _HttpsServer(Listener):
     """Accepts plain TCP connections and wraps each one with the current certificate, so a
     rotated pair is used from the next connection on. The handshake itself runs on the
     connection's thread (on its first read), so a slow client cannot stall accepting."""
 
-    daemon_threads = True
     block_on_close = False
 
-    def __init__(self, address: tuple[str, int], webhooks: WebhookServer) -> None:
+    def __init__(self, host: str, port: int, webhooks: WebhookServer) -> None:
         self.webhooks = webhooks
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
-        super().__init__(address, _Handler)
-
-    def server_bind(self) -> None:
-        """Bind without http.server's reverse DNS lookup of the host, which can stall startup
-        where DNS is slow; the name is never used."""
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = str(self.server_address[0]), self.port
-
-    @property
-    def port(self) -> int:
-        return int(self.server_address[1])
+        super().__init__(host, port, _Handler)
 
     def get_request(self) -> tuple[socket.socket, Any]:
         connection, client = self.socket.accept()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import socket
 import ssl
 import uuid
 from collections.abc import Iterator
@@ -63,11 +64,11 @@ class Client:
         self.server = server
         self.ca = ca
 
-    def connection(self, ca: trustme.CA | None = None) -> http.client.HTTPSConnection:
+    def connection(
+        self, ca: trustme.CA | None = None, host: str = "127.0.0.1"
+    ) -> http.client.HTTPSConnection:
         context = ssl.create_default_context(cadata=(ca or self.ca).cert_pem.bytes().decode())
-        return http.client.HTTPSConnection(
-            "127.0.0.1", self.server.port, context=context, timeout=10
-        )
+        return http.client.HTTPSConnection(host, self.server.port, context=context, timeout=10)
 
     def post(self, path: str, body: Any) -> tuple[int, dict[str, Any]]:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -158,10 +159,12 @@ def start(
     """Start a server on a free port; the namespaces come live from the cluster by default."""
     servers: list[WebhookServer] = []
 
-    def run(namespaces: Any = None, allow_cascading_deletion: bool = False) -> Client:
+    def run(
+        namespaces: Any = None, allow_cascading_deletion: bool = False, addr: str = "127.0.0.1:0"
+    ) -> Client:
         kube = connect(cluster)
         server = WebhookServer(
-            "127.0.0.1:0",
+            addr,
             tmp_certs,
             namespaces or LiveNamespaces(kube),
             kube,
@@ -528,6 +531,16 @@ def test_a_half_rotated_pair_keeps_the_previous_certificate(
     assert client.review(VALIDATE_NAMESPACE_PATH, _good())["allowed"] is True
     (tmp_certs / "tls.key").write_bytes(renewed.private_key_pem.bytes())
     assert _served_by(client, renewed_ca)
+
+
+def test_an_empty_host_serves_on_every_interface(start: Any) -> None:
+    """ ":9443", the default, listens on IPv6 and IPv4 as the Go controller does."""
+    client = start(addr=":0")
+    hosts = ["127.0.0.1", "::1"] if socket.has_dualstack_ipv6() else ["127.0.0.1"]
+    for host in hosts:
+        connection = client.connection(host=host)
+        connection.connect()
+        connection.close()
 
 
 def test_start_fails_clearly_without_a_certificate(cluster: Cluster, tmp_path: Path) -> None:

@@ -83,9 +83,10 @@ class LiveNamespaces:
         return Forest.build(self._kube.list_objects(NAMESPACES).get("items") or [])
 
 
-def write_serving_pair(ca: trustme.CA, cert_dir: Path, host: str = "127.0.0.1") -> None:
-    """Issue a serving certificate for ``host`` and swap it in atomically, as kubelet does."""
-    issued = ca.issue_cert(host)
+def write_serving_pair(ca: trustme.CA, cert_dir: Path) -> None:
+    """Issue a serving certificate for the loopback addresses (IPv4 and IPv6) and swap it in
+    atomically, as kubelet does."""
+    issued = ca.issue_cert("127.0.0.1", "::1")
     cert_dir.mkdir(parents=True, exist_ok=True)
     pem = b"".join(blob.bytes() for blob in issued.cert_chain_pems)
     for name, data in (("tls.crt", pem), ("tls.key", issued.private_key_pem.bytes())):
