@@ -37,7 +37,8 @@ from controller.writes import Writer
 from libaccurate import __version__
 from libaccurate.config import Config, ConfigError, parse_config, resolve_watches
 from libaccurate.constants import GROUP, STORAGE_VERSION, SUBNAMESPACE_KIND, SUBNAMESPACE_PLURAL
-from libaccurate.kube import ConnectionOptions, Kube, KubeError, load_configuration
+from libaccurate.kube import ConnectionOptions, Kube, KubeError
+from libaccurate.kubeconfig import load_credentials
 
 # Every request but a watch gives up after this long, so a dead connection never holds a worker.
 REQUEST_TIMEOUT = 30.0
@@ -100,7 +101,7 @@ def start(options: Options, stop: threading.Event) -> Controller:
     lease_namespace = _lease_namespace(options)
     config = _read_config(options.config_file)
     kube = Kube(
-        load_configuration(ConnectionOptions(kubeconfig=options.kubeconfig)),
+        load_credentials(ConnectionOptions(kubeconfig=options.kubeconfig)),
         timeout=REQUEST_TIMEOUT,
         user_agent=f"{PROGRAM}/{__version__}",
         # The workers, plus the lease, the owner reads and the startup checks.

@@ -3,6 +3,10 @@
 Each command reads what it needs (one LIST of namespaces, a SubNamespace or two), asks
 ``changes`` what to write, and hands that to ``writes``; the rules themselves live in
 libaccurate. Errors print as ``error: ...`` on stderr with exit code 1; usage errors exit 2.
+
+The modules only some commands need (``describe``, ``preview``, ``watched``, ``writes``) are
+imported inside those commands: ``list``, the command people run most, then starts without
+loading the planner and the write machinery.
 """
 
 from __future__ import annotations
@@ -14,13 +18,11 @@ from typing import Any, TypeVar
 import click
 from click.shell_completion import CompletionItem, get_completion_class
 
-from kubectl_accurate import changes, describe, preview, trees
+from kubectl_accurate import changes, trees
 from kubectl_accurate.changes import Change, Refused
 from kubectl_accurate.flags import GENERIC_FLAGS_NOTE, connect, generic_flags
 from kubectl_accurate.output import OUTPUT_FORMATS, CliError, Printer
 from kubectl_accurate.reads import Namespaces, get_subnamespace, list_namespaces
-from kubectl_accurate.watched import find_watched
-from kubectl_accurate.writes import carry_out
 from libaccurate import __version__
 from libaccurate.forest import Forest
 from libaccurate.kube import Kube, KubeError
@@ -219,6 +221,9 @@ def describe_namespace(
     The propagated kinds come from the controller's config when you may read it, else from
     the kinds Accurate usually propagates; the output says which.
     """
+    from kubectl_accurate import describe
+    from kubectl_accurate.watched import find_watched
+
     kube = connect(ctx)
     namespaces = list_namespaces(kube)
     if namespaces.get(name) is None:
@@ -241,6 +246,10 @@ def _run(
     accurate_namespace: str,
 ) -> None:
     """Read the namespaces, work out the change, then carry it out (or preview it)."""
+    from kubectl_accurate import preview
+    from kubectl_accurate.watched import find_watched
+    from kubectl_accurate.writes import carry_out
+
     kube = connect(ctx)
     namespaces = list_namespaces(kube)
     change = build(kube, namespaces)

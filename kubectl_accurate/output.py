@@ -10,13 +10,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, TextIO
 
 import click
 import yaml
-from rich.console import Console
-from rich.text import Text
 
 # A piece of a line: plain text, or text with a rich style name used only on a terminal.
 Span = str | tuple[str, str]
@@ -41,17 +39,13 @@ class Printer:
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stdout
-        self._console = (
-            Console(file=self.stream, highlight=False, soft_wrap=True)
-            if wants_color(self.stream)
-            else None
-        )
+        self._styled = _styled_writer(self.stream) if wants_color(self.stream) else None
 
     def line(self, *spans: Span) -> None:
-        if self._console is None:
+        if self._styled is None:
             click.echo("".join(s if isinstance(s, str) else s[0] for s in spans), self.stream)
             return
-        self._console.print(Text.assemble(*spans), soft_wrap=True)
+        self._styled(spans)
 
     def table(self, header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "") -> None:
         """Columns padded to their widest cell, as ``kubectl get`` aligns them."""
@@ -72,6 +66,20 @@ class Printer:
             click.echo(json.dumps(value, indent=2), self.stream)
         else:
             click.echo(yaml.safe_dump(value, sort_keys=False).rstrip("\n"), self.stream)
+
+
+def _styled_writer(stream: TextIO) -> Callable[[Sequence[Span]], None]:
+    """Styled lines through rich, imported only for a terminal: scripts and pipes, which
+    never see colour, do not pay its start-up time."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(file=stream, highlight=False, soft_wrap=True)
+
+    def write(spans: Sequence[Span]) -> None:
+        console.print(Text.assemble(*spans), soft_wrap=True)
+
+    return write
 
 
 def metadata_text(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str:

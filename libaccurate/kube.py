@@ -1,8 +1,7 @@
 """The one adapter between Accurate and the Kubernetes API, shared by the CLI and the controller.
 
-It loads credentials the way kubectl does (kubeconfig files merged from KUBECONFIG, contexts,
-kubectl's override flags, in-cluster service account) with the ``kubernetes`` package, and
-then speaks plain JSON over urllib3 itself: responses stay dicts, as the pure rules expect, a
+It connects where ``libaccurate.kubeconfig`` says, with the credentials it found there, and
+speaks plain JSON over urllib3 itself: responses stay dicts, as the pure rules expect, a
 10,000-namespace list is one request and one ``json.loads``, and retries are the caller's
 decision rather than hidden in a generated client.
 """
@@ -11,17 +10,20 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import ssl
+import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import urllib3
-from kubernetes.client import Configuration
-from kubernetes.config import ConfigException, kube_config, load_incluster_config
+from urllib3.util.ssl_ import create_urllib3_context
+
+# KubeError and ConnectionOptions are defined with the loader, which needs them first; every
+# caller imports them from here, with the rest of the adapter.
+from libaccurate.kubeconfig import ConnectionOptions, Credentials, KubeError, load_credentials
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -31,10 +33,6 @@ APPLY_PATCH = "application/apply-patch+yaml"
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|m|s|ms)?)+$")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)?")
 _SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
-
-
-class KubeError(Exception):
-    """The API could not be reached or configured; the message says what to fix."""
 
 
 class ApiError(KubeError):
@@ -80,26 +78,6 @@ class ApiError(KubeError):
         return self.conflict or self.code == 429 or self.code >= 500
 
 
-@dataclass(frozen=True)
-class ConnectionOptions:
-    """kubectl's generic connection flags; None means "as the kubeconfig says"."""
-
-    kubeconfig: str | None = None
-    context: str | None = None
-    cluster: str | None = None
-    user: str | None = None
-    server: str | None = None
-    token: str | None = None
-    certificate_authority: str | None = None
-    client_certificate: str | None = None
-    client_key: str | None = None
-    insecure_skip_tls_verify: bool = False
-    tls_server_name: str | None = None
-    request_timeout: str | None = None
-    impersonate: str | None = None
-    impersonate_groups: tuple[str, ...] = field(default=())
-
-
 def parse_duration(text: str) -> float | None:
     """kubectl's --request-timeout: a bare number of seconds or a Go duration; 0 means none."""
     value = text.strip()
@@ -112,92 +90,12 @@ def parse_duration(text: str) -> float | None:
     return seconds or None
 
 
-def load_configuration(options: ConnectionOptions) -> Configuration:
-    """Credentials and endpoint as kubectl would pick them for the same flags and environment."""
-    configuration = Configuration()
-    paths = _kubeconfig_paths(options.kubeconfig)
-    existing = [p for p in paths if os.path.exists(p)]
-    if options.kubeconfig and not existing:
-        raise KubeError(f"kubeconfig {options.kubeconfig} does not exist")
-    if existing:
-        _load_kubeconfig(configuration, existing, options)
-    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-        load_incluster_config(client_configuration=configuration)
-    elif not options.server:
-        raise KubeError(
-            "no kubeconfig found (looked in "
-            + ", ".join(paths)
-            + ") and not running in a cluster; pass --kubeconfig or --server"
-        )
-    _override(configuration, options)
-    return configuration
-
-
-def _kubeconfig_paths(explicit: str | None) -> list[str]:
-    if explicit:
-        return [os.path.expanduser(explicit)]
-    joined = os.environ.get("KUBECONFIG") or "~/.kube/config"
-    return [os.path.expanduser(p) for p in joined.split(os.pathsep) if p]
-
-
-def _load_kubeconfig(
-    configuration: Configuration, paths: list[str], options: ConnectionOptions
-) -> None:
-    """Merge the files as kubectl does (first file wins per entry); relative paths in each file
-    stay relative to that file, which the library's merged nodes remember."""
-    try:
-        merged = kube_config.KubeConfigMerger(os.pathsep.join(paths)).config
-        document = merged.value
-        context_name = options.context or document.get("current-context")
-        if options.cluster or options.user:
-            context_name = _with_overrides(document, context_name, options)
-        loader = kube_config.KubeConfigLoader(config_dict=merged, active_context=context_name)
-        loader.load_and_set(configuration)
-    except (ConfigException, KeyError, TypeError, ValueError) as error:
-        raise KubeError(f"invalid kubeconfig ({', '.join(paths)}): {error}") from error
-
-
-def _with_overrides(
-    document: dict[str, Any], context_name: str | None, options: ConnectionOptions
-) -> str:
-    """Add a context that uses --cluster/--user instead of the chosen context's."""
-    contexts = [getattr(c, "value", c) for c in document.get("contexts") or []]
-    base = next((c.get("context") or {} for c in contexts if c["name"] == context_name), {})
-    override = {
-        **base,
-        **({"cluster": options.cluster} if options.cluster else {}),
-        **({"user": options.user} if options.user else {}),
-    }
-    name = "accurate-flag-override"
-    document.setdefault("contexts", []).append({"name": name, "context": override})
-    return name
-
-
-def _override(configuration: Configuration, options: ConnectionOptions) -> None:
-    if options.server:
-        configuration.host = options.server.rstrip("/")
-    if options.token:
-        configuration.api_key = {"BearerToken": f"Bearer {options.token}"}
-        configuration.api_key_prefix = {}
-        configuration.refresh_api_key_hook = None
-    if options.certificate_authority:
-        configuration.ssl_ca_cert = options.certificate_authority
-    if options.client_certificate:
-        configuration.cert_file = options.client_certificate
-    if options.client_key:
-        configuration.key_file = options.client_key
-    if options.insecure_skip_tls_verify:
-        configuration.verify_ssl = False
-    if options.tls_server_name:
-        configuration.tls_server_name = options.tls_server_name
-
-
 class Kube:
     """A connection to one API server: JSON requests, watches and discovery."""
 
     def __init__(
         self,
-        configuration: Configuration,
+        credentials: Credentials,
         *,
         timeout: float | None = None,
         impersonate: str | None = None,
@@ -205,20 +103,24 @@ class Kube:
         user_agent: str = "accurate",
         pool_size: int = 8,
     ) -> None:
-        self.configuration = configuration
-        self.host = configuration.host.rstrip("/")
+        self.credentials = credentials
+        self.host = credentials.host.rstrip("/")
         self.timeout = timeout
         self.headers: dict[str, str] = {"User-Agent": user_agent, "Accept": JSON}
         if impersonate:
             self.headers["Impersonate-User"] = impersonate
         self._groups = impersonate_groups
-        self._pool = urllib3.PoolManager(maxsize=pool_size, **_tls_arguments(configuration))
+        if not credentials.verify:
+            # Asked for in so many words (--insecure-skip-tls-verify); kubectl says nothing either.
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        self._tls = _tls_arguments(credentials)
+        self._pool = urllib3.PoolManager(maxsize=pool_size, **self._tls)
 
     @classmethod
     def connect(cls, options: ConnectionOptions, user_agent: str = "accurate") -> Kube:
         timeout = parse_duration(options.request_timeout) if options.request_timeout else None
         return cls(
-            load_configuration(options),
+            load_credentials(options),
             timeout=timeout,
             impersonate=options.impersonate,
             impersonate_groups=options.impersonate_groups,
@@ -296,7 +198,7 @@ class Kube:
         }
         # A connection of its own: the server may close it when the watch ends, and a pooled
         # connection would then fail the next request that picks it up.
-        own = urllib3.PoolManager(maxsize=1, **_tls_arguments(self.configuration))
+        own = urllib3.PoolManager(maxsize=1, **self._tls)
         try:
             response = self._send("GET", path, params, None, JSON, stream=True, pool=own)
             if response.status >= 400:
@@ -333,7 +235,11 @@ class Kube:
         pool: urllib3.PoolManager | None = None,
     ) -> urllib3.BaseHTTPResponse:
         url = self.host + path + (f"?{urlencode(query)}" if query else "")
-        headers: Mapping[str, str] = {**self.headers, **self._auth_headers()}
+        authorization = self.credentials.authorization()
+        headers: Mapping[str, str] = {
+            **self.headers,
+            **({"Authorization": authorization} if authorization else {}),
+        }
         data = None
         if body is not None:
             data = json.dumps(body).encode()
@@ -355,16 +261,6 @@ class Kube:
             )
         except urllib3.exceptions.HTTPError as error:
             raise KubeError(f"cannot reach the API server at {self.host}: {error}") from error
-
-    def _auth_headers(self) -> dict[str, str]:
-        """The bearer token, refreshed through the kubeconfig's exec plugin when it expires."""
-        token = self.configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
-        if token:
-            return {"Authorization": token}
-        user, password = self.configuration.username, self.configuration.password
-        if user and password:
-            return dict(urllib3.util.make_headers(basic_auth=f"{user}:{password}"))
-        return {}
 
 
 def resource_path(
@@ -388,22 +284,55 @@ def resource_path(
     return "/".join(parts)
 
 
-def _tls_arguments(configuration: Configuration) -> dict[str, Any]:
-    if not configuration.host.startswith("https"):
+def _tls_arguments(credentials: Credentials) -> dict[str, Any]:
+    if not credentials.secure:
         return {}
+    verify = ssl.CERT_REQUIRED if credentials.verify else ssl.CERT_NONE
     arguments: dict[str, Any] = {
-        "cert_reqs": ssl.CERT_REQUIRED if configuration.verify_ssl else ssl.CERT_NONE,
-        "ca_certs": configuration.ssl_ca_cert,
-        "cert_file": configuration.cert_file,
-        "key_file": configuration.key_file,
+        "ssl_context": _ssl_context(credentials, verify),
+        "cert_reqs": verify,
     }
-    if configuration.ca_cert_data:
-        arguments["ca_cert_data"] = configuration.ca_cert_data
-    if configuration.tls_server_name:
-        arguments["server_hostname"] = configuration.tls_server_name
-    if not configuration.verify_ssl:
+    if credentials.tls_server_name:
+        arguments["server_hostname"] = credentials.tls_server_name
+    if not credentials.verify:
         arguments["assert_hostname"] = False
     return arguments
+
+
+def _ssl_context(credentials: Credentials, verify: ssl.VerifyMode) -> ssl.SSLContext:
+    """One context for every connection: the CA (or the system's) and the client certificate
+    are loaded once, not on every handshake."""
+    context = create_urllib3_context(cert_reqs=verify)
+    try:
+        if credentials.ca_file or credentials.ca_data:
+            cadata = credentials.ca_data.decode("ascii", "replace") if credentials.ca_data else None
+            context.load_verify_locations(cafile=credentials.ca_file, cadata=cadata)
+        else:
+            context.load_default_certs()
+        _load_client_certificate(context, credentials)
+    except (ssl.SSLError, OSError) as error:
+        raise KubeError(f"cannot use the TLS settings for {credentials.host}: {error}") from error
+    return context
+
+
+def _load_client_certificate(context: ssl.SSLContext, credentials: Credentials) -> None:
+    """Certificate and key given as data pass through a private temporary folder, as the ssl
+    module reads them only from files; they are deleted once loaded."""
+    cert, key = credentials.cert_file, credentials.key_file
+    if not (cert or credentials.cert_data):
+        return
+    with tempfile.TemporaryDirectory(prefix="accurate-") as folder:
+        if credentials.cert_data is not None:
+            cert = _private_file(folder, "client.crt", credentials.cert_data)
+        if credentials.key_data is not None:
+            key = _private_file(folder, "client.key", credentials.key_data)
+        context.load_cert_chain(str(cert), key)
+
+
+def _private_file(folder: str, name: str, data: bytes) -> str:
+    path = Path(folder) / name
+    path.write_bytes(data)
+    return str(path)
 
 
 def _events(response: urllib3.BaseHTTPResponse, path: str) -> Iterator[dict[str, Any]]:

@@ -18,10 +18,10 @@ from libaccurate.kube import (
     ConnectionOptions,
     Kube,
     KubeError,
-    load_configuration,
     parse_duration,
     resource_path,
 )
+from libaccurate.kubeconfig import load_credentials
 from tests.apiserver.server import ApiServer
 from tests.conftest import Cluster
 
@@ -188,15 +188,15 @@ def test_configuration_errors_name_what_to_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with pytest.raises(KubeError, match=r"kubeconfig .*missing does not exist"):
-        load_configuration(ConnectionOptions(kubeconfig=str(tmp_path / "missing")))
+        load_credentials(ConnectionOptions(kubeconfig=str(tmp_path / "missing")))
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(KubeError, match=r"no kubeconfig found .* pass --kubeconfig or --server"):
-        load_configuration(ConnectionOptions())
+        load_credentials(ConnectionOptions())
     bad = tmp_path / "bad"
     bad.write_text("apiVersion: v1\nkind: Config\ncurrent-context: nope\ncontexts: []\n")
     with pytest.raises(KubeError, match="invalid kubeconfig"):
-        load_configuration(ConnectionOptions(kubeconfig=str(bad)))
+        load_credentials(ConnectionOptions(kubeconfig=str(bad)))
 
 
 def test_unreachable_servers_are_reported_with_their_address() -> None:
@@ -238,7 +238,7 @@ def test_a_bounded_copy_gives_up_on_a_slow_server(kube: Kube, apiserver: ApiServ
 def test_requests_after_watches_never_get_a_connection_the_watch_left_closed(
     kubeconfig: Path, cluster: Cluster, apiserver: ApiServer
 ) -> None:
-    kube = Kube(load_configuration(ConnectionOptions(kubeconfig=str(kubeconfig))), pool_size=1)
+    kube = Kube(load_credentials(ConnectionOptions(kubeconfig=str(kubeconfig))), pool_size=1)
     namespace = cluster.namespace("adapter")
     path = resource_path("", "v1", "configmaps", namespace)
     start = kube.list_objects(path)["metadata"]["resourceVersion"]

@@ -19,8 +19,9 @@ import pytest
 
 import libaccurate
 
-# The adapter to the Kubernetes API is the one module allowed to do I/O.
-ADAPTERS = {"kube"}
+# The adapter to the Kubernetes API and the kubeconfig loader it uses (files, environment) are
+# the modules allowed to do I/O.
+ADAPTERS = {"kube", "kubeconfig"}
 PURE_MODULES = sorted(
     info.name
     for info in pkgutil.iter_modules(libaccurate.__path__)
