@@ -66,7 +66,7 @@ class Layout:
         content = f"{index}/{owner}/{field}".encode()
         if form == "data":
             return {f"{field}-data": base64.b64encode(content).decode()}
-        name = f"{owner}-{field}.pem"
+        name = f"{owner}-{field}-{index}.pem"  # unique: a copy in every folder must not clash
         (self.folders[index] / name).write_bytes(content)
         if field in ("client-certificate", "client-key") and form == "relative":
             # The package resolves a user's certificate against the file of the *cluster*
