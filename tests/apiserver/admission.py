@@ -2,7 +2,8 @@
 
 It builds the AdmissionRequest kube-apiserver would send (kinds, resources, the namespace rule
 for Namespace objects, user info, options) and the current webhook configurations, which are
-re-read only when one of those objects changed.
+re-read only after one of those objects changed: every write asks for them, so asking must not
+wait for the store's lock.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from tests.apiserver.api import Caller, Obj
 from tests.apiserver.resources import ADMISSION, Resource
-from tests.apiserver.store import Store
+from tests.apiserver.store import Change, Store
 from tests.apiserver.webhooks import AdmissionRequest, WebhookConfigurations, mutate, validate
 
 _OPTIONS_KIND = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
@@ -22,15 +23,22 @@ class Admission:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._cached: tuple[tuple[str, ...], WebhookConfigurations] | None = None
+        self._cached: WebhookConfigurations | None = None
+        store.subscribe(self._follow)
+
+    def _follow(self, change: Change | None) -> None:
+        """Forget the configurations when one changes; called by the store under its lock."""
+        if change is None or change.group == ADMISSION:
+            self._cached = None
 
     def configurations(self) -> WebhookConfigurations:
-        mutating, _ = self.store.select(ADMISSION, "mutatingwebhookconfigurations")
-        validating, _ = self.store.select(ADMISSION, "validatingwebhookconfigurations")
-        versions = tuple(obj["metadata"]["resourceVersion"] for obj in mutating + validating)
-        if self._cached is None or self._cached[0] != versions:
-            self._cached = (versions, WebhookConfigurations.from_objects(mutating, validating))
-        return self._cached[1]
+        cached = self._cached
+        if cached is None:
+            with self.store.changed:  # no change can slip between reading and caching
+                mutating, _ = self.store.select(ADMISSION, "mutatingwebhookconfigurations")
+                validating, _ = self.store.select(ADMISSION, "validatingwebhookconfigurations")
+                cached = self._cached = WebhookConfigurations.from_objects(mutating, validating)
+        return cached
 
     def mutate(
         self,

@@ -21,10 +21,11 @@ from typing import Any, Protocol, TypeVar
 import yaml
 
 from libaccurate.validation import FieldError
-from tests.apiserver import errors, schema, validate
+from tests.apiserver import errors, paging, schema, validate
 from tests.apiserver.defaults import apply_builtin_defaults
 from tests.apiserver.errors import ApiError
 from tests.apiserver.managedfields import ApplyConflict, record_update, server_side_apply
+from tests.apiserver.paging import ListOptions
 from tests.apiserver.patching import (
     PatchError,
     json_merge_patch,
@@ -33,7 +34,7 @@ from tests.apiserver.patching import (
 )
 from tests.apiserver.resources import ADMISSION, APIEXTENSIONS, AUTHORIZATION, Registry, Resource
 from tests.apiserver.selectors import selector
-from tests.apiserver.store import Store
+from tests.apiserver.store import Expired, Store
 from tests.apiserver.validate import GoStruct
 from tests.apiserver.webhooks import WebhookConfigurations
 
@@ -52,6 +53,7 @@ _NAMESPACE_TERMINATING_CONFLICT = (
     "namespace will automatically be purged by the system."
 )
 _CONFLICT_RETRIES = 5
+WHOLE = ListOptions()  # a LIST without paging options: everything, now
 # libyaml's loader when present: apply bodies are parsed on every apply, and the pure-Python
 # loader costs milliseconds for a role's worth of rules.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -174,15 +176,46 @@ class Api:
         return self.view(resource, self._current(resource, namespace, name))
 
     def list(
-        self, resource: Resource, namespace: str | None, labels: str = "", fields: str = ""
+        self,
+        resource: Resource,
+        namespace: str | None,
+        labels: str = "",
+        fields: str = "",
+        options: ListOptions = WHOLE,
     ) -> Obj:
+        """One page of the collection (all of it without ``limit``); selectors apply first, so
+        a page holds up to ``limit`` matching objects."""
         matches = selector(labels, fields, resource.kind, resource.namespaced)
-        items, rv = self.store.select(resource.group, resource.plural, namespace)
+        scope = paging.Scope(namespace, resource.namespaced)
+        read = paging.plan(options, scope)
+        if read.rv is not None and read.rv > self.store.resource_version:
+            raise paging.future_revision()
+        unfiltered = not labels.strip() and not fields.strip()
+        try:
+            page = self.store.page(
+                resource.group,
+                resource.plural,
+                namespace,
+                read.start,
+                read.rv,
+                read.limit,
+                None if unfiltered else matches,
+            )
+        except Expired:
+            raise read.expired() from None
+        metadata: dict[str, Any] = {"resourceVersion": str(page.rv)}
+        if page.more:
+            last = page.items[-1]["metadata"]
+            metadata["continue"] = paging.next_token(
+                page.rv, scope, (last.get("namespace", ""), last["name"])
+            )
+            if unfiltered:  # with a selector the count would include objects it drops
+                metadata["remainingItemCount"] = page.remaining
         return {
             "kind": f"{resource.kind}List",
             "apiVersion": resource.api_version,
-            "metadata": {"resourceVersion": str(rv)},
-            "items": [self.view(resource, item) for item in items if matches(item)],
+            "metadata": metadata,
+            "items": [self.view(resource, item) for item in page.items],
         }
 
     def view(self, resource: Resource, obj: Obj) -> Obj:

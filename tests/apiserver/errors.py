@@ -26,6 +26,8 @@ class ApiError(Exception):
             "reason": reason,
             "code": code,
         }
+        if not reason:  # StatusReasonUnknown: an error the server passes on unconverted
+            del self.status["reason"]
         if details is not None:
             self.status["details"] = details
 

@@ -35,6 +35,7 @@ from tests.apiserver.escalation import EscalationGuard
 from tests.apiserver.faults import Faults, LoggedRequest, reason_for
 from tests.apiserver.gc import GarbageCollector
 from tests.apiserver.kubeconfig import write_kubeconfig
+from tests.apiserver.paging import ListOptions
 from tests.apiserver.rbac import Attributes, Authorizer, request_attributes
 from tests.apiserver.resources import RBAC, Registry, Resource
 from tests.apiserver.routing import ResourcePath, parse_resource_path
@@ -353,6 +354,7 @@ class _Handler(BaseHTTPRequestHandler):
                 where.namespace,
                 query.get("labelSelector", ""),
                 query.get("fieldSelector", ""),
+                ListOptions.from_query(query),
             )
             self._send_list(resource, listed)
         elif verb == "watch":
@@ -418,14 +420,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_object(self, resource: Resource, obj: dict[str, Any], query: dict[str, str]) -> None:
         if self._wants_table():
             rv = obj["metadata"].get("resourceVersion", "")
-            self._send_json(200, tables.table(resource, [obj], rv))
+            self._send_json(200, tables.table(resource, [obj], {"resourceVersion": rv}))
         else:
             self._send_json(200, obj)
 
     def _send_list(self, resource: Resource, listed: dict[str, Any]) -> None:
         if self._wants_table():
-            rv = listed["metadata"]["resourceVersion"]
-            self._send_json(200, tables.table(resource, listed["items"], rv))
+            self._send_json(200, tables.table(resource, listed["items"], listed["metadata"]))
             return
         if not resource.custom:
             listed = {**listed, "items": [_typed_item(item) for item in listed["items"]]}
@@ -466,7 +467,7 @@ class _Handler(BaseHTTPRequestHandler):
         for event in events:
             obj = event["object"]
             if table and event["type"] in ("ADDED", "MODIFIED", "DELETED"):
-                rv = obj["metadata"].get("resourceVersion", "")
+                rv = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
                 obj = tables.table(resource, [obj], rv, headers=first)
                 first = False
             data = json.dumps({"type": event["type"], "object": obj}).encode() + b"\n"

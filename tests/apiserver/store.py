@@ -4,18 +4,27 @@ Like etcd behind kube-apiserver, one counter orders every write of every kind, a
 recent changes serves watches; a watch that asks for a version older than the log is told 410
 Gone, which is how clients learn to re-list. Stored objects are never mutated in place: a write
 stores a new dict, so readers may hold references without copying.
+
+Objects are kept per resource with their (namespace, name) keys in order, and the log is read from
+its newest end, so a read costs what it returns, not what the store holds: the in-memory server
+must stay as fast with 50,000 objects as with 50. The log also serves reads of the past: the state
+at an older version is the current one with every later change undone (each change carries the
+object before it), which is how a chunked list serves all its pages at the version of the first.
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+Obj = dict[str, Any]
 Key = tuple[str, str, str, str]  # group, plural, namespace ("" if cluster-scoped), name
+Position = tuple[str, str]  # namespace ("" if cluster-scoped), name: an object's place in a list
 
 
 @dataclass(frozen=True)
@@ -26,14 +35,24 @@ class Change:
     type: str  # ADDED, MODIFIED or DELETED
     group: str
     plural: str
-    obj: dict[str, Any]
+    obj: Obj
     # The object before this change (None for ADDED): a watch with a selector needs it to tell
     # MODIFIED from "started matching" (ADDED) and "stopped matching" (DELETED).
-    old: dict[str, Any] | None = None
+    old: Obj | None = None
 
     @property
     def namespace(self) -> str:
         return str(self.obj["metadata"].get("namespace", ""))
+
+
+@dataclass(frozen=True)
+class Page:
+    """Objects of one resource in key order, as they were at version ``rv``."""
+
+    items: list[Obj]
+    rv: int
+    more: bool  # whether objects (matching or not) follow the last one looked at
+    remaining: int  # how many objects follow it
 
 
 # Told every change as it is made, under the store's lock, and None when everything is forgotten.
@@ -47,9 +66,60 @@ class Expired(Exception):
         super().__init__(f"too old resource version: {requested} ({oldest})")
 
 
-def key_of(group: str, plural: str, obj: dict[str, Any]) -> Key:
+def key_of(group: str, plural: str, obj: Obj) -> Key:
     meta = obj["metadata"]
     return (group, plural, meta.get("namespace", ""), meta["name"])
+
+
+class _Table:
+    """The objects of one resource, with their positions kept sorted for ranges."""
+
+    def __init__(self) -> None:
+        self.positions: list[Position] = []
+        self.objects: dict[Position, Obj] = {}
+
+    def put(self, position: Position, obj: Obj) -> None:
+        if position not in self.objects:
+            bisect.insort(self.positions, position)
+        self.objects[position] = obj
+
+    def drop(self, position: Position) -> None:
+        del self.objects[position]
+        del self.positions[bisect.bisect_left(self.positions, position)]
+
+    def walk(
+        self, low: Position, high: Position | None, undone: dict[Position, Obj | None]
+    ) -> Iterator[Obj]:
+        """The objects from ``low`` (included) to ``high`` (excluded) in order, with the ones in
+        ``undone`` as they were before (None: not there yet)."""
+        positions = self.positions
+        index = bisect.bisect_left(positions, low)
+        end = len(positions) if high is None else bisect.bisect_left(positions, high)
+        earlier = sorted(p for p in undone if p >= low and (high is None or p < high))
+        pending = 0
+        while index < end or pending < len(earlier):
+            if pending < len(earlier) and (index == end or earlier[pending] <= positions[index]):
+                position = earlier[pending]
+                pending += 1
+                if index < end and positions[index] == position:
+                    index += 1
+                obj = undone[position]
+            else:
+                obj = self.objects[positions[index]]
+                index += 1
+            if obj is not None:
+                yield obj
+
+    def count(
+        self, low: Position, high: Position | None, undone: dict[Position, Obj | None]
+    ) -> int:
+        """How many objects ``walk`` yields for the same arguments."""
+        end = len(self.positions) if high is None else bisect.bisect_left(self.positions, high)
+        total = end - bisect.bisect_left(self.positions, low)
+        for position, before in undone.items():
+            if position >= low and (high is None or position < high):
+                total += (before is not None) - (position in self.objects)
+        return total
 
 
 class Store:
@@ -57,7 +127,7 @@ class Store:
 
     def __init__(self, history: int = 10000) -> None:
         self.changed = threading.Condition(threading.RLock())
-        self._objects: dict[Key, dict[str, Any]] = {}
+        self._tables: dict[tuple[str, str], _Table] = {}
         self._uids: dict[str, Key] = {}
         self._log: deque[Change] = deque(maxlen=history)
         self._rv = 1
@@ -78,7 +148,7 @@ class Store:
     def reset(self) -> None:
         """Forget every object; the counter keeps rising so old versions never come back."""
         with self.changed:
-            self._objects.clear()
+            self._tables.clear()
             self._uids.clear()
             self._log.clear()
             self._compacted = self._rv
@@ -92,49 +162,83 @@ class Store:
         with self.changed:
             self._listeners.append(listener)
 
-    def get(self, group: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+    def get(self, group: str, plural: str, namespace: str, name: str) -> Obj | None:
         """The stored object (read-only) or None."""
-        return self._objects.get((group, plural, namespace, name))
+        table = self._tables.get((group, plural))
+        return None if table is None else table.objects.get((namespace, name))
 
     def by_uid(self, uid: str) -> Key | None:
         return self._uids.get(uid)
 
     def select(
         self, group: str, plural: str, namespace: str | None = None
-    ) -> tuple[list[dict[str, Any]], int]:
+    ) -> tuple[list[Obj], int]:
         """Objects of one resource (read-only), optionally in one namespace, with the current rv."""
-        with self.changed:
-            items = [
-                obj
-                for (g, p, ns, _), obj in self._objects.items()
-                if g == group and p == plural and (namespace is None or ns == namespace)
-            ]
-            return sorted(items, key=_sort_key), self._rv
+        page = self.page(group, plural, namespace)
+        return page.items, page.rv
 
-    def snapshot(self) -> list[tuple[Key, dict[str, Any]]]:
+    def page(
+        self,
+        group: str,
+        plural: str,
+        namespace: str | None = None,
+        start: Position = ("", ""),
+        rv: int | None = None,
+        limit: int = 0,
+        keep: Callable[[Obj], bool] | None = None,
+    ) -> Page:
+        """Up to ``limit`` (0: all) objects that ``keep`` accepts, from ``start`` on, as they were
+        at version ``rv`` (None: now); raises Expired when the history no longer reaches back."""
+        with self.changed:
+            at = self._rv if rv is None else rv
+            undone = self._undone(group, plural, at)
+            table = self._tables.get((group, plural)) or _Table()
+            low, high = start, None
+            if namespace is not None:
+                low, high = max(start, (namespace, "")), (namespace + "\x00", "")
+            items: list[Obj] = []
+            looked_at, more = 0, False
+            for obj in table.walk(low, high, undone):
+                if limit and len(items) >= limit:
+                    more = True
+                    break
+                looked_at += 1
+                if keep is None or keep(obj):
+                    items.append(obj)
+            remaining = table.count(low, high, undone) - looked_at if more else 0
+            return Page(items, at, more, remaining)
+
+    def snapshot(self) -> list[tuple[Key, Obj]]:
         """Every stored object with its key (read-only), at one instant."""
         with self.changed:
-            return list(self._objects.items())
+            return [
+                ((group, plural, *position), obj)
+                for (group, plural), table in self._tables.items()
+                for position, obj in table.objects.items()
+            ]
 
-    def write(self, group: str, plural: str, obj: dict[str, Any]) -> dict[str, Any]:
+    def write(self, group: str, plural: str, obj: Obj) -> Obj:
         """Store a copy of ``obj`` under a new resourceVersion; returns the stored object."""
         with self.changed:
             key = key_of(group, plural, obj)
             stored = copy.deepcopy(obj)
-            previous = self._objects.get(key)
+            table = self._tables.setdefault((group, plural), _Table())
+            previous = table.objects.get(key[2:])
             event = "ADDED" if previous is None else "MODIFIED"
             self._rv += 1
             stored["metadata"]["resourceVersion"] = str(self._rv)
-            self._objects[key] = stored
+            table.put(key[2:], stored)
             self._uids[stored["metadata"]["uid"]] = key
             self._record(Change(self._rv, event, group, plural, stored, previous))
             return stored
 
-    def remove(self, group: str, plural: str, obj: dict[str, Any]) -> dict[str, Any]:
+    def remove(self, group: str, plural: str, obj: Obj) -> Obj:
         """Delete the object; the DELETED event carries the object at the deletion's version."""
         with self.changed:
             key = key_of(group, plural, obj)
-            current = self._objects.pop(key)
+            table = self._tables[(group, plural)]
+            current = table.objects[key[2:]]
+            table.drop(key[2:])
             self._uids.pop(current["metadata"]["uid"], None)
             self._rv += 1
             final = copy.deepcopy(current)
@@ -147,7 +251,13 @@ class Store:
         with self.changed:
             if rv < self._compacted:
                 raise Expired(rv, self._compacted)
-            return [change for change in self._log if change.rv > rv]
+            newer = []
+            for change in reversed(self._log):
+                if change.rv <= rv:
+                    break
+                newer.append(change)
+            newer.reverse()
+            return newer
 
     def wait_for_change(self, rv: int, timeout: float) -> bool:
         """Block until the counter passes ``rv``, ``wake`` is called or the timeout ends; True if
@@ -162,6 +272,14 @@ class Store:
         with self.changed:
             self.changed.notify_all()
 
+    def _undone(self, group: str, plural: str, rv: int) -> dict[Position, Obj | None]:
+        """What the objects of one resource changed since ``rv`` were at ``rv``."""
+        before: dict[Position, Obj | None] = {}
+        for change in reversed(self.changes_after(rv)):
+            if (change.group, change.plural) == (group, plural):
+                before[key_of(group, plural, change.obj)[2:]] = change.old
+        return before
+
     def _record(self, change: Change) -> None:
         if self._log.maxlen == 0:
             self._compacted = change.rv
@@ -171,8 +289,3 @@ class Store:
         for listener in self._listeners:
             listener(change)
         self.changed.notify_all()
-
-
-def _sort_key(obj: dict[str, Any]) -> tuple[str, str]:
-    meta = obj["metadata"]
-    return (meta.get("namespace", ""), meta["name"])

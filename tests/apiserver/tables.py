@@ -96,13 +96,15 @@ def _metadata_only(obj: Obj) -> Obj:
     }
 
 
-def table(resource: Resource, items: list[Obj], rv: str, headers: bool = True) -> Obj:
-    """A meta.k8s.io/v1 Table of ``items``; rows carry the object's metadata as kubectl expects."""
+def table(resource: Resource, items: list[Obj], metadata: Obj, headers: bool = True) -> Obj:
+    """A meta.k8s.io/v1 Table of ``items``; rows carry the object's metadata as kubectl expects.
+    ``metadata`` is the list's (version, and for a page ``continue`` and ``remainingItemCount``,
+    which kubectl follows)."""
     columns = columns_for(resource)
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
-        "metadata": {"resourceVersion": rv},
+        "metadata": metadata,
         "columnDefinitions": [definition for definition, _ in columns] if headers else None,
         "rows": [
             {"cells": [cell(item) for _, cell in columns], "object": _metadata_only(item)}

@@ -22,13 +22,14 @@ def request(
     body: Any = None,
     content_type: str = "application/json",
     query: list[tuple[str, str]] | None = None,
+    accept: str = "application/json",
 ) -> Any:
     """Send one request and return the decoded JSON body; raises ApiException on errors."""
     serialized = api_client.param_serialize(
         method=method,
         resource_path=path,
         query_params=query or [],
-        header_params={"Content-Type": content_type, "Accept": "application/json"},
+        header_params={"Content-Type": content_type, "Accept": accept},
         body=body,
         auth_settings=["BearerToken"],
     )
