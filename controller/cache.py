@@ -4,10 +4,11 @@ Each kind is listed once (in pages) and then watched from the list's resourceVer
 bookmarks so that a resumed watch starts close to now. A ``410 Gone`` or a broken stream means
 events may have been missed, so the kind is listed again; a watch that merely ended is resumed
 where it stopped. Every resync period each kind is listed again anyway, as a safety net against
-anything a watch could have lost. Only what the planner reads is kept: namespaces in full (their
-``managedFields`` say which keys the controller owns), SubNamespaces and the sources and copies
-of watched kinds in full without ``managedFields``, every other object of a watched kind as a
-stub of its identity, labels and annotations, so memory stays bounded by what propagates.
+anything a watch could have lost. Only what the planner reads is kept: namespaces in full but
+for other managers' ``managedFields`` (the controller's own say which keys it owns),
+SubNamespaces and the sources and copies of watched kinds in full without ``managedFields``,
+every other object of a watched kind as a stub of its identity, labels and annotations, so
+memory stays bounded by what propagates.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from libaccurate.config import WatchedResource
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_PROPAGATE,
+    FIELD_MANAGER,
     GROUP,
     STORAGE_VERSION,
     SUBNAMESPACE_PLURAL,
@@ -78,8 +80,17 @@ NAMESPACES = "namespaces"
 SUBNAMESPACES = resource_name(GROUP, SUBNAMESPACE_PLURAL)
 
 
-def _keep_all(obj: Obj) -> Obj:
-    return obj
+def _namespace_keeper(obj: Obj) -> Obj:
+    """A namespace with only the controller's own ``managedFields`` entries, the ones that
+    say which keys it owns: other managers' entries often outweigh the rest of the object,
+    and a pass holds two versions of every namespace it writes (its snapshot's and the
+    watch's)."""
+    metadata = obj.get("metadata") or {}
+    entries = metadata.get("managedFields")
+    if not entries:
+        return obj
+    ours = [entry for entry in entries if entry.get("manager") == FIELD_MANAGER]
+    return {**obj, "metadata": {**metadata, "managedFields": ours}}
 
 
 def _without_managed_fields(obj: Obj) -> Obj:
@@ -114,7 +125,7 @@ def mirrored(watched: Iterable[WatchedResource], propagate_generated: bool) -> l
     """What the controller's cache holds: namespaces, SubNamespaces and each watched kind."""
     keep = _watched_object_keeper(propagate_generated)
     resources = [
-        Resource(NAMESPACES, resource_path("", "v1", NAMESPACES), _keep_all),
+        Resource(NAMESPACES, resource_path("", "v1", NAMESPACES), _namespace_keeper),
         Resource(
             SUBNAMESPACES,
             resource_path(GROUP, STORAGE_VERSION, SUBNAMESPACE_PLURAL),

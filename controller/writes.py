@@ -130,8 +130,12 @@ class Known:
             return self._namespaces.get(name)
 
     def put_namespace(self, obj: Mapping[str, Any]) -> None:
+        """Keep what later writes of the pass need, the incarnation and its version: a first
+        pass writes every namespace, and their full answers would outweigh the cache."""
+        metadata = _metadata(obj)
+        kept = {key: metadata[key] for key in ("name", "uid", "resourceVersion") if key in metadata}
         with self._lock:
-            self._namespaces[_metadata(obj).get("name", "")] = obj
+            self._namespaces[kept.get("name", "")] = {"metadata": kept}
 
     def subnamespace(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         with self._lock:
