@@ -93,13 +93,19 @@ def secrets_path(namespace: str | None = None, name: str | None = None) -> str:
     return resource_path("", "v1", "secrets", namespace, name)
 
 
-def configmaps(target: Target, namespaces: Sequence[str], per_namespace: int) -> None:
-    """Objects of a watched kind that nothing propagates: what the controller must hold
-    cheaply."""
+def configmaps(target: Target, namespaces: Sequence[str], count: int) -> None:
+    """``count`` objects of a watched kind that nothing propagates, spread evenly over
+    ``namespaces``: what the controller must hold cheaply."""
     kube = target.kube()
 
     def create(namespace: str, index: int) -> None:
         body = {"metadata": {"name": f"cm-{index}"}, "data": {"key": "x" * 64}}
         kube.create(resource_path("", "v1", "configmaps", namespace), body)
 
-    in_parallel(create, ((ns, i) for ns in namespaces for i in range(per_namespace)))
+    share, extra = divmod(count, len(namespaces))
+    calls = (
+        (ns, index)
+        for position, ns in enumerate(namespaces)
+        for index in range(share + (position < extra))
+    )
+    in_parallel(create, calls)

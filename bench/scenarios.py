@@ -256,10 +256,9 @@ def steady_state(target: Target, sizes: Sizes) -> list[Row]:
     for root in sources:
         kube.create(secrets_path(root), secret(root, "shared", "0", "update"))
     namespaces = [ns for root, tree in trees.items() for ns in (root, *tree)]
-    per_namespace = max(0, (sizes.steady_objects - sizes.steady_propagated) // len(namespaces))
-    population.configmaps(target, namespaces, per_namespace)
     propagated = len(sources) + sum(len(trees[root]) for root in sources)
-    objects = propagated + per_namespace * len(namespaces)
+    population.configmaps(target, namespaces, max(0, sizes.steady_objects - propagated))
+    objects = max(sizes.steady_objects, propagated)
     running = controller.start(target)
     _wait_for_copies(kube, "shared", "0", propagated)
     _settle(running)
