@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.apiserver.api import Caller, Obj
+from tests.apiserver.api import Attempt, Caller, Obj
 from tests.apiserver.resources import ADMISSION, Resource
 from tests.apiserver.store import Change, Store
 from tests.apiserver.webhooks import AdmissionRequest, WebhookConfigurations, mutate, validate
@@ -40,75 +40,53 @@ class Admission:
                 cached = self._cached = WebhookConfigurations.from_objects(mutating, validating)
         return cached
 
-    def mutate(
-        self,
-        operation: str,
-        resource: Resource,
-        obj: Obj | None,
-        old: Obj | None,
-        caller: Caller,
-        subresource: str | None,
-    ) -> Obj | None:
+    def mutate(self, attempt: Attempt) -> Obj | None:
         """Run the mutating webhooks; returns the object they leave (None for DELETE)."""
         configurations = self.configurations()
         if not configurations.mutating:
-            return obj
-        request = self._request(operation, resource, obj, old, caller, subresource)
+            return attempt.obj
+        request = _request(attempt)
         labels = self._namespace_labels(request.namespace)
-        return mutate(configurations, request, labels, warnings=caller.warnings)
+        return mutate(configurations, request, labels, warnings=attempt.caller.warnings)
 
-    def validate(
-        self,
-        operation: str,
-        resource: Resource,
-        obj: Obj | None,
-        old: Obj | None,
-        caller: Caller,
-        subresource: str | None,
-    ) -> None:
+    def validate(self, attempt: Attempt) -> None:
         """Run the validating webhooks on the object as it would be stored."""
         configurations = self.configurations()
         if not configurations.validating:
             return
-        request = self._request(operation, resource, obj, old, caller, subresource)
+        request = _request(attempt)
         labels = self._namespace_labels(request.namespace)
-        validate(configurations, request, labels, warnings=caller.warnings)
-
-    def _request(
-        self,
-        operation: str,
-        resource: Resource,
-        obj: Obj | None,
-        old: Obj | None,
-        caller: Caller,
-        subresource: str | None,
-    ) -> AdmissionRequest:
-        subject = obj if obj is not None else old
-        assert subject is not None
-        meta = subject["metadata"]
-        return AdmissionRequest(
-            operation=operation,
-            kind={"group": resource.group, "version": resource.version, "kind": resource.kind},
-            resource={
-                "group": resource.group,
-                "version": resource.version,
-                "resource": resource.plural,
-            },
-            sub_resource=subresource,
-            name=meta.get("name", ""),
-            namespace=_request_namespace(resource, operation, meta),
-            obj=obj,
-            old_obj=old,
-            user_info=caller.user_info,
-            dry_run=caller.dry_run,
-            options=_options(operation, caller),
-        )
+        validate(configurations, request, labels, warnings=attempt.caller.warnings)
 
     def _namespace_labels(self, namespace: str | None) -> dict[str, str] | None:
         if not namespace:
             return None
         ns = self.store.get("", "namespaces", "", namespace)
         return None if ns is None else dict(ns["metadata"].get("labels") or {})
+
+
+def _request(attempt: Attempt) -> AdmissionRequest:
+    subject = attempt.obj if attempt.obj is not None else attempt.old
+    assert subject is not None
+    meta = subject["metadata"]
+    resource = attempt.resource
+    return AdmissionRequest(
+        operation=attempt.operation,
+        kind={"group": resource.group, "version": resource.version, "kind": resource.kind},
+        resource={
+            "group": resource.group,
+            "version": resource.version,
+            "resource": resource.plural,
+        },
+        sub_resource=attempt.subresource,
+        name=meta.get("name", ""),
+        namespace=_request_namespace(resource, attempt.operation, meta),
+        obj=attempt.obj,
+        old_obj=attempt.old,
+        user_info=attempt.caller.user_info,
+        dry_run=attempt.caller.dry_run,
+        options=_options(attempt.operation, attempt.caller),
+    )
 
 
 def _request_namespace(resource: Resource, operation: str, meta: dict[str, Any]) -> str | None:

@@ -10,6 +10,7 @@ object really changed.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime
 import json
 import random
@@ -109,28 +110,25 @@ class Reviewer(Protocol):
     def review(self, resource: Resource, review: Obj, caller: dict[str, Any]) -> Obj: ...
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """One write or deletion as the admission phases see it: ``obj`` is None for a DELETE,
+    ``old`` for a CREATE."""
+
+    operation: str
+    resource: Resource
+    obj: Obj | None
+    old: Obj | None
+    caller: Caller
+    subresource: str | None = None
+
+
 class Admit(Protocol):
     """The admission phases around the server's own validation (tests.apiserver.admission)."""
 
-    def mutate(
-        self,
-        operation: str,
-        resource: Resource,
-        obj: Obj | None,
-        old: Obj | None,
-        caller: Caller,
-        subresource: str | None,
-    ) -> Obj | None: ...
+    def mutate(self, attempt: Attempt) -> Obj | None: ...
 
-    def validate(
-        self,
-        operation: str,
-        resource: Resource,
-        obj: Obj | None,
-        old: Obj | None,
-        caller: Caller,
-        subresource: str | None,
-    ) -> None: ...
+    def validate(self, attempt: Attempt) -> None: ...
 
 
 def now() -> str:
@@ -525,8 +523,9 @@ class Api:
         caller: Caller,
         subresource: str | None,
     ) -> Obj:
+        attempt = Attempt(operation, resource, obj, old, caller, subresource)
         if self.admit is not None:
-            mutated = self.admit.mutate(operation, resource, obj, old, caller, subresource)
+            mutated = self.admit.mutate(attempt)
             if mutated is not None and mutated != obj:
                 obj = self._default(resource, mutated)
         if self.guard is not None:
@@ -537,7 +536,7 @@ class Api:
         if issues:
             raise errors.invalid(resource.group, resource.kind, obj["metadata"]["name"], issues)
         if self.admit is not None:
-            self.admit.validate(operation, resource, obj, old, caller, subresource)
+            self.admit.validate(dataclasses.replace(attempt, obj=obj))
         if resource.group == ADMISSION:
             configurations = [obj]
             WebhookConfigurations.from_objects(
@@ -551,8 +550,9 @@ class Api:
     def _admit_deletion(self, resource: Resource, current: Obj, caller: Caller) -> None:
         """Both phases for a DELETE: mutating webhooks are called too, but may not patch."""
         if self.admit is not None:
-            self.admit.mutate("DELETE", resource, None, current, caller, None)
-            self.admit.validate("DELETE", resource, None, current, caller, None)
+            attempt = Attempt("DELETE", resource, None, current, caller)
+            self.admit.mutate(attempt)
+            self.admit.validate(attempt)
 
     def _persist(self, resource: Resource, old: Obj | None, new: Obj) -> Obj:
         """Write under the store lock, re-checking what may have changed since ``old`` was read."""
