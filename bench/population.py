@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench.target import Target
-from libaccurate.constants import ANNOTATION_PROPAGATE, LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
+from libaccurate.constants import LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
 from libaccurate.kube import ApiError, resource_path
 
 NAMESPACES = resource_path("", "v1", "namespaces")
@@ -73,20 +72,6 @@ def delete_namespaces(target: Target, names: Sequence[str]) -> None:
                 raise
 
     in_parallel(delete, ((name,) for name in reversed(names)))
-
-
-def secret(namespace: str, name: str, value: str, mode: str | None = None) -> dict[str, Any]:
-    annotations = {ANNOTATION_PROPAGATE: mode} if mode else {}
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
-        "data": {"value": base64.b64encode(value.encode()).decode()},
-    }
-
-
-def secret_value(obj: Mapping[str, Any]) -> str:
-    return base64.b64decode((obj.get("data") or {}).get("value") or "").decode()
 
 
 def secrets_path(namespace: str | None = None, name: str | None = None) -> str:

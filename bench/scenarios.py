@@ -18,7 +18,7 @@ from typing import Any
 import trustme
 
 from bench import controller, population
-from bench.population import secret, secret_value, secrets_path
+from bench.population import secrets_path
 from bench.report import Row, median, percentile, seconds
 from bench.target import WRITE_VERBS, Target
 from bench.watching import watch_until
@@ -32,7 +32,7 @@ from controller.webhook import (
 from kubectl_accurate.flags import USER_AGENT as CLI_AGENT
 from libaccurate.constants import GROUP, LABEL_PARENT, SUBNAMESPACE_PLURAL
 from libaccurate.kube import Kube, resource_path
-from tests.e2e.controller import environment, free_port
+from tests.e2e.controller import environment, free_port, secret, secret_data
 from tests.e2e.webhooks import write_serving_pair
 
 CONVERGE_TIMEOUT = 600.0
@@ -127,7 +127,9 @@ def _holding(name: str, value: str) -> Callable[[Mapping[str, Any]], bool]:
     """Objects called ``name`` that hold ``value``."""
 
     def holds(obj: Mapping[str, Any]) -> bool:
-        return bool(obj["metadata"]["name"] == name and secret_value(obj) == value)
+        return bool(
+            obj["metadata"]["name"] == name and (secret_data(obj) or {}).get("value") == value
+        )
 
     return holds
 
@@ -149,10 +151,13 @@ def fanout(target: Target, sizes: Sizes) -> list[Row]:
     kube = target.kube()
 
     def put(namespace: str, value: str) -> None:
-        kube.replace(secrets_path(namespace, "plain"), secret(namespace, "plain", value))
+        kube.replace(
+            secrets_path(namespace, "plain"),
+            secret(namespace, "plain", None, {"value": value}),
+        )
 
     population.in_parallel(
-        lambda ns: kube.create(secrets_path(ns), secret(ns, "plain", "0")),
+        lambda ns: kube.create(secrets_path(ns), secret(ns, "plain", None, {"value": "0"})),
         ((ns,) for ns in descendants),
     )
 
@@ -160,7 +165,7 @@ def fanout(target: Target, sizes: Sizes) -> list[Row]:
         return _timed(lambda: population.in_parallel(put, ((ns, value) for ns in descendants)))
 
     plain = median([script(str(run)) for run in range(1, sizes.runs + 1)])
-    kube.create(secrets_path(root), secret(root, "fan", "0", "update"))
+    kube.create(secrets_path(root), secret(root, "fan", "update", {"value": "0"}))
     copies = len(descendants) + 1
     running = controller.start(target, "--apiserver-qps-throttle", "0")
     _wait_for_copies(kube, "fan", "0", copies)
@@ -198,7 +203,7 @@ def _change(kube: Kube, running: Any, root: str, value: str, copies: int) -> flo
     until every copy holds it."""
     _settle(running)
     started = time.monotonic()
-    kube.replace(secrets_path(root, "fan"), secret(root, "fan", value, "update"))
+    kube.replace(secrets_path(root, "fan"), secret(root, "fan", "update", {"value": value}))
     _wait_for_copies(kube, "fan", value, copies)
     return time.monotonic() - started
 
@@ -209,7 +214,7 @@ def new_subnamespace(target: Target, sizes: Sizes) -> list[Row]:
     kube = target.kube()
     (root,) = population.forest(target, 1, 1)
     for index in range(sizes.new_sub_objects):
-        kube.create(secrets_path(root), secret(root, f"s{index}", "x", "update"))
+        kube.create(secrets_path(root), secret(root, f"s{index}", "update", {"value": "x"}))
     running = controller.start(target)
     controller.wait_for_pass(running)
     subs = resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL, root)
@@ -254,7 +259,7 @@ def steady_state(target: Target, sizes: Sizes) -> list[Row]:
     kube = target.kube()
     sources = [root for root in trees][: max(1, sizes.steady_propagated // NAMESPACES_PER_ROOT)]
     for root in sources:
-        kube.create(secrets_path(root), secret(root, "shared", "0", "update"))
+        kube.create(secrets_path(root), secret(root, "shared", "update", {"value": "0"}))
     namespaces = [ns for root, tree in trees.items() for ns in (root, *tree)]
     propagated = len(sources) + sum(len(trees[root]) for root in sources)
     population.configmaps(target, namespaces, max(0, sizes.steady_objects - propagated))

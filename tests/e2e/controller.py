@@ -15,6 +15,7 @@ failing test shows it.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -33,7 +34,13 @@ from typing import Any
 import pytest
 import yaml
 
-from libaccurate.constants import GROUP, LABEL_TYPE, SUBNAMESPACE_PLURAL, TYPE_ROOT
+from libaccurate.constants import (
+    ANNOTATION_PROPAGATE,
+    GROUP,
+    LABEL_TYPE,
+    SUBNAMESPACE_PLURAL,
+    TYPE_ROOT,
+)
 from libaccurate.forest import Forest
 from libaccurate.kube import ApiError, Kube, resource_path
 from tests.conftest import Cluster
@@ -342,6 +349,24 @@ class Scene:
         wait_for(
             lambda: all(self.get(path) is None for path in paths), 120, "the test's namespaces"
         )
+
+
+def secret(namespace: str, name: str, mode: str | None, data: Mapping[str, str]) -> dict[str, Any]:
+    """A Secret holding ``data`` (plain text, encoded here), propagated in ``mode`` if any."""
+    annotations = {ANNOTATION_PROPAGATE: mode} if mode else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }
+
+
+def secret_data(obj: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """A Secret's data in plain text; None when there is no Secret."""
+    if obj is None:
+        return None
+    return {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()}
 
 
 def namespace_manifest(name: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -4,7 +4,6 @@ watches, a quiet cluster, and taking over a cluster the Go Accurate managed."""
 
 from __future__ import annotations
 
-import base64
 import signal
 from typing import Any
 
@@ -25,7 +24,15 @@ from libaccurate.constants import (
 )
 from libaccurate.kube import resource_path
 from tests.apiserver.server import ApiServer
-from tests.e2e.controller import Controllers, Process, Scene, namespace_manifest, subnamespaces_path
+from tests.e2e.controller import (
+    Controllers,
+    Process,
+    Scene,
+    namespace_manifest,
+    secret,
+    secret_data,
+    subnamespaces_path,
+)
 
 RBAC = "rbac.authorization.k8s.io"
 SECRETS: dict[str, Any] = {"watches": [{"version": "v1", "kind": "Secret"}]}
@@ -34,19 +41,9 @@ WRITES = ("POST", "PUT", "PATCH", "DELETE")
 LEASE_DURATION = 3.0
 
 
-def secret(namespace: str, name: str, value: str, mode: str | None = "update") -> dict[str, Any]:
-    annotations = {ANNOTATION_PROPAGATE: mode} if mode else {}
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
-        "data": {"value": base64.b64encode(value.encode()).decode()},
-    }
-
-
 def value_of(scene: Scene, namespace: str, name: str) -> str | None:
-    found = scene.get(resource_path("", "v1", "secrets", namespace, name))
-    return base64.b64decode(found["data"]["value"]).decode() if found else None
+    found = secret_data(scene.get(resource_path("", "v1", "secrets", namespace, name)))
+    return None if found is None else found.get("value")
 
 
 def lease_holder(scene: Scene, namespace: str) -> str:
@@ -112,10 +109,12 @@ def test_sigkill_in_the_middle_of_a_fan_out(controllers: Controllers, scene: Sce
     children = [scene.name(f"c{i:02}") for i in range(20)]
     manifests = [namespace_manifest(name, {LABEL_PARENT: root}) for name in children]
     scene.apply(*manifests)
-    scene.kubectl("apply", "-f", "-", stdin=secret(children[0], "unrelated", "mine", mode=None))
+    scene.kubectl(
+        "apply", "-f", "-", stdin=secret(children[0], "unrelated", None, {"value": "mine"})
+    )
     unrelated = scene.get(resource_path("", "v1", "secrets", children[0], "unrelated")) or {}
     first = controllers.start(SECRETS, "--apiserver-qps-throttle", "10")
-    scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "v1"))
+    scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "update", {"value": "v1"}))
 
     def copies(value: str) -> int:
         return sum(value_of(scene, name, "shared") == value for name in children)
@@ -126,7 +125,7 @@ def test_sigkill_in_the_middle_of_a_fan_out(controllers: Controllers, scene: Sce
 
     controllers.start(SECRETS, "--apiserver-qps-throttle", "0")  # 0: no client-side limit
     scene.wait(lambda: copies("v1") == len(children), "every copy")
-    scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "v2"))
+    scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "update", {"value": "v2"}))
     scene.wait(lambda: copies("v2") == len(children), "every copy updated")
     scene.kubectl("delete", "secret", "shared", "-n", root)
     scene.wait(lambda: copies("v2") == 0, "no copy left behind")
@@ -140,7 +139,7 @@ def test_api_failures_and_dropped_watches_delay_but_lose_nothing(
 ) -> None:
     controllers.start(SECRETS)
     root = scene.root()
-    scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "v1"))
+    scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "update", {"value": "v1"}))
     names = [scene.name(f"s{i}") for i in range(3)]
     apiserver.fail(500, path="^/api/v1/namespaces$", method="POST", times=3)
     apiserver.fail(429, path=f"/namespaces/({'|'.join(names)})/secrets$", method="POST", times=4)
@@ -154,7 +153,7 @@ def test_api_failures_and_dropped_watches_delay_but_lose_nothing(
 
     apiserver.fail(500, path="/secrets/shared$", method="PUT", times=5)
     apiserver.drop_watches()
-    scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "v2"))
+    scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "update", {"value": "v2"}))
     apiserver.drop_watches()
     scene.wait(lambda: all(value_of(scene, sub, "shared") == "v2" for sub in subs), "every update")
 
@@ -167,7 +166,7 @@ def test_a_failing_namespace_says_so_and_holds_up_no_other(
     root = scene.root()
     broken, fine = scene.name("broken"), scene.name("fine")
     apiserver.fail(403, path=f"/namespaces/{broken}/secrets$", method="POST", times=10_000)
-    scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "v1"))
+    scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "update", {"value": "v1"}))
     scene.subnamespace(root, "broken")
     scene.subnamespace(root, "fine")
     scene.settle(root, fine)
@@ -198,7 +197,7 @@ def test_a_settled_cluster_gets_no_writes(
     root = scene.root(labels={"team": "a"})
     child = scene.subnamespace(root, "child")
     scene.settle(root, child)
-    scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "v1"))
+    scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "update", {"value": "v1"}))
     scene.wait(lambda: value_of(scene, child, "shared") == "v1", "the copy")
     scene.wait(
         lambda: [

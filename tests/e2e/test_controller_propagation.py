@@ -3,7 +3,6 @@ made, replaced and deleted by the controller process."""
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 from libaccurate.constants import (
@@ -20,7 +19,7 @@ from libaccurate.constants import (
     TYPE_TEMPLATE,
 )
 from libaccurate.kube import resource_path
-from tests.e2e.controller import Controllers, Scene
+from tests.e2e.controller import Controllers, Scene, secret, secret_data
 
 RBAC = "rbac.authorization.k8s.io"
 CONFIG: dict[str, Any] = {
@@ -57,25 +56,9 @@ def role(
     }
 
 
-def secret(namespace: str, name: str, mode: str | None, data: dict[str, str]) -> dict[str, Any]:
-    annotations = {ANNOTATION_PROPAGATE: mode} if mode else {}
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
-        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
-    }
-
-
 def get(scene: Scene, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
     group, plural = PLURALS[kind]
     return scene.get(resource_path(group, "v1", plural, namespace, name))
-
-
-def decoded(obj: dict[str, Any] | None) -> dict[str, str] | None:
-    if obj is None:
-        return None
-    return {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()}
 
 
 def tree(scene: Scene) -> tuple[str, str, str]:
@@ -128,7 +111,8 @@ def test_update_mode_copies_follow_their_source_and_go_with_it(
     everywhere = (child, grandchild)
     scene.wait(
         lambda: all(
-            decoded(get(scene, "Secret", ns, "token")) == {"a": "1", "b": "2"} for ns in everywhere
+            secret_data(get(scene, "Secret", ns, "token")) == {"a": "1", "b": "2"}
+            for ns in everywhere
         ),
         "the secret everywhere",
     )
@@ -136,7 +120,8 @@ def test_update_mode_copies_follow_their_source_and_go_with_it(
     scene.kubectl("apply", "-f", "-", stdin=secret(root, "token", "update", {"a": "9", "c": "3"}))
     scene.wait(
         lambda: all(
-            decoded(get(scene, "Secret", ns, "token")) == {"a": "9", "c": "3"} for ns in everywhere
+            secret_data(get(scene, "Secret", ns, "token")) == {"a": "9", "c": "3"}
+            for ns in everywhere
         ),
         "added, changed and removed keys everywhere",
     )
@@ -153,7 +138,7 @@ def test_update_mode_copies_follow_their_source_and_go_with_it(
         "patch", "secret", "token", "-n", child, "--type=merge", "-p", '{"stringData":{"a":"mine"}}'
     )
     scene.wait(
-        lambda: decoded(get(scene, "Secret", child, "token")) == {"a": "9", "c": "3"},
+        lambda: secret_data(get(scene, "Secret", child, "token")) == {"a": "9", "c": "3"},
         "the edit reverted",
     )
 
@@ -252,7 +237,7 @@ def test_user_objects_are_replaced_in_update_mode_only(
     scene.kubectl("apply", "-f", "-", stdin=secret(root, "shadow", "update", {"k": "root"}))
     scene.kubectl("apply", "-f", "-", stdin=secret(root, "kept", "create", {"k": "root"}))
     scene.wait(
-        lambda: decoded(get(scene, "Secret", child, "shadow")) == {"k": "root"},
+        lambda: secret_data(get(scene, "Secret", child, "shadow")) == {"k": "root"},
         "the user object replaced",
     )
 
@@ -264,14 +249,14 @@ def test_user_objects_are_replaced_in_update_mode_only(
     assert warning["type"] == "Warning"
     assert warning["involvedObject"]["name"] == "shadow"
     scene.wait(lambda: events("PropagationSkipped"), "a Normal event for the skipped copy")
-    assert decoded(get(scene, "Secret", child, "kept")) == {"k": "mine"}
+    assert secret_data(get(scene, "Secret", child, "kept")) == {"k": "mine"}
     passes = running.metric("accurate_reconcile_passes_total")
     scene.wait(
         lambda: running.metric("accurate_reconcile_passes_total") >= passes + 2, "two more passes"
     )
     assert len(events("PropagationSkipped")) == 1
     scene.settle(root, child)
-    assert decoded(get(scene, "Secret", child, "original")) == {"k": "mine"}
+    assert secret_data(get(scene, "Secret", child, "original")) == {"k": "mine"}
 
 
 def test_service_accounts_and_role_bindings(controllers: Controllers, scene: Scene) -> None:
