@@ -180,9 +180,14 @@ def test_a_failing_namespace_says_so_and_holds_up_no_other(
     assert ready["status"] == "False"
     assert f"Secret {broken}/shared" in ready["message"]
     assert "injected failure" in ready["message"]
-    events = scene.kube.list_objects(resource_path("", "v1", "events", broken))["items"]
-    warnings = [e for e in events if e["reason"] == "ApplyFailed"]
-    assert [(e["type"], e["involvedObject"]["name"]) for e in warnings] == [("Warning", "shared")]
+
+    def warnings() -> list[dict[str, Any]]:
+        events = scene.kube.list_objects(resource_path("", "v1", "events", broken))["items"]
+        return [e for e in events if e["reason"] == "ApplyFailed"]
+
+    # The pass posts its events alongside the status, so the status may show first.
+    scene.wait(warnings, "the ApplyFailed event")
+    assert [(e["type"], e["involvedObject"]["name"]) for e in warnings()] == [("Warning", "shared")]
 
     apiserver.faults.clear()
     scene.settle(root, broken)
