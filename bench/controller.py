@@ -4,7 +4,6 @@ benchmarks read off the process: passes done, CPU time and peak memory from /pro
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import yaml
 
 from bench.target import Target
 from tests.contract.helpers import wait_for
-from tests.e2e.controller import PROGRAM, Process, environment, free_port
+from tests.e2e.controller import PROGRAM, Process, environment, launch
 
 AGENT = "accurate-controller"
 STARTUP_TIMEOUT = 120.0
@@ -28,30 +27,16 @@ def start(target: Target, *flags: str) -> Process:
     folder = Path(tempfile.mkdtemp(prefix="accurate-bench-controller-"))
     config = folder / "config.yaml"
     config.write_text(yaml.safe_dump(CONFIG))
-    probes, metrics = free_port(), free_port()
     arguments = [
         str(PROGRAM),
         "--kubeconfig",
         str(target.kubeconfig),
         "--config-file",
         str(config),
-        "--log-format",
-        "json",
-        "--no-leader-election",
-        "--health-probe-addr",
-        f"127.0.0.1:{probes}",
-        "--metrics-addr",
-        f"127.0.0.1:{metrics}",
-        "--webhook-addr",
-        "0",
-        *flags,
     ]
-    log = folder / "controller.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            arguments, stdout=sink, stderr=subprocess.STDOUT, env=environment()
-        )
-    running = Process(process, log, f"http://127.0.0.1:{probes}", f"http://127.0.0.1:{metrics}")
+    running = launch(
+        arguments, ["--no-leader-election", *flags], folder / "controller.log", environment()
+    )
     target.on_cleanup(running.stop)
     return running
 

@@ -26,7 +26,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -169,31 +169,11 @@ class Controllers:
     ) -> Process:
         """A controller with ``config`` and flags ``extra`` (fast resyncs by default), leader
         election only when ``lease_namespace`` is given; waits until it is ready."""
-        probes, metrics = free_port(), free_port()
-        flags = [
-            *FAST,
-            "--log-format",
-            "json",
-            "--health-probe-addr",
-            f"127.0.0.1:{probes}",
-            "--metrics-addr",
-            f"127.0.0.1:{metrics}",
-            *(FAST_LEASE if lease_namespace else ("--no-leader-election",)),
-            # Webhooks only where a test asks for them (it passes --webhook-addr and --cert-dir).
-            "--webhook-addr",
-            "0",
-            *extra,
-        ]
+        flags = [*FAST, *(FAST_LEASE if lease_namespace else ("--no-leader-election",)), *extra]
         log = self.folder / f"controller-{len(self.started)}.log"
         env = environment(**({"POD_NAMESPACE": lease_namespace} if lease_namespace else {}))
-        with log.open("wb") as sink:
-            process = subprocess.Popen(
-                self.arguments(config, *flags),
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-        running = Process(process, log, f"http://127.0.0.1:{probes}", f"http://127.0.0.1:{metrics}")
+        running = launch(self.arguments(config), flags, log, env)
+        process = running.process
         self.started.append(running)
         if wait:
 
@@ -349,6 +329,30 @@ class Scene:
         wait_for(
             lambda: all(self.get(path) is None for path in paths), 120, "the test's namespaces"
         )
+
+
+def launch(
+    arguments: Sequence[str], flags: Sequence[str], log: Path, env: Mapping[str, str]
+) -> Process:
+    """The controller as a process: ``arguments`` (program, kubeconfig, config file), probes
+    and metrics on free local ports, JSON logs into ``log``, no webhook server, then ``flags``
+    (a later flag wins, so they may ask for one)."""
+    probes, metrics = free_port(), free_port()
+    served = [
+        "--log-format",
+        "json",
+        "--health-probe-addr",
+        f"127.0.0.1:{probes}",
+        "--metrics-addr",
+        f"127.0.0.1:{metrics}",
+        "--webhook-addr",
+        "0",
+    ]
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [*arguments, *served, *flags], stdout=sink, stderr=subprocess.STDOUT, env=env
+        )
+    return Process(process, log, f"http://127.0.0.1:{probes}", f"http://127.0.0.1:{metrics}")
 
 
 def secret(namespace: str, name: str, mode: str | None, data: Mapping[str, str]) -> dict[str, Any]:
