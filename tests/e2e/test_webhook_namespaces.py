@@ -3,6 +3,7 @@ webhook server through the configuration rendered from the deploy manifests."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from collections.abc import Callable
 
@@ -12,11 +13,19 @@ from controller.webhook import VALIDATE_NAMESPACE_PATH
 from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE, TYPE_ROOT, TYPE_TEMPLATE
 from libaccurate.kube import resource_path
 from tests.conftest import Cluster
-from tests.e2e.webhooks import Webhooks, connect, delete_and_wait, kubectl, namespace
+from tests.e2e.webhooks import (
+    Webhooks,
+    assert_denied_by,
+    assert_done,
+    connect,
+    delete_and_wait,
+    kubectl,
+    namespace,
+)
 
 ROOT = {LABEL_TYPE: TYPE_ROOT}
 TEMPLATE = {LABEL_TYPE: TYPE_TEMPLATE}
-DENIED = 'admission webhook "vnamespace.accurate.cybozu.com" denied the request'
+assert_denied = functools.partial(assert_denied_by, "vnamespace.accurate.cybozu.com")
 
 
 def parent(name: str) -> dict[str, str]:
@@ -44,17 +53,6 @@ def label(cluster: Cluster, name: str, *changes: str) -> subprocess.CompletedPro
 
 def delete(cluster: Cluster, name: str) -> subprocess.CompletedProcess[str]:
     return kubectl(cluster, "delete", "namespace", name, "--wait=false")
-
-
-def assert_denied(result: subprocess.CompletedProcess[str], *words: str) -> None:
-    assert result.returncode == 1, result.stdout
-    assert DENIED in result.stderr
-    for word in words:
-        assert word in result.stderr
-
-
-def assert_done(result: subprocess.CompletedProcess[str]) -> None:
-    assert result.returncode == 0, result.stderr
 
 
 def labels_of(cluster: Cluster, name: str) -> str:

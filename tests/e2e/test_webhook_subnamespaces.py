@@ -4,6 +4,7 @@ No controller runs here, so the namespaces a SubNamespace would create are made 
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from collections.abc import Callable
@@ -16,6 +17,8 @@ from tests.conftest import Cluster
 from tests.e2e.webhooks import (
     NAMESPACES,
     Webhooks,
+    assert_denied_by,
+    assert_done,
     connect,
     delete_and_wait,
     kubectl,
@@ -23,7 +26,7 @@ from tests.e2e.webhooks import (
 )
 
 ROOT = {LABEL_TYPE: TYPE_ROOT}
-DENIED = 'admission webhook "vsubnamespace.accurate.cybozu.com" denied the request'
+assert_denied = functools.partial(assert_denied_by, "vsubnamespace.accurate.cybozu.com")
 
 
 def create(
@@ -62,17 +65,6 @@ def get(cluster: Cluster, home: str, name: str) -> dict[str, Any]:
 
 def delete(cluster: Cluster, home: str, name: str) -> subprocess.CompletedProcess[str]:
     return kubectl(cluster, "delete", "subnamespace", name, "-n", home, "--wait=false")
-
-
-def assert_denied(result: subprocess.CompletedProcess[str], *words: str) -> None:
-    assert result.returncode == 1, result.stdout
-    assert DENIED in result.stderr
-    for word in words:
-        assert word in result.stderr
-
-
-def assert_done(result: subprocess.CompletedProcess[str]) -> None:
-    assert result.returncode == 0, result.stderr
 
 
 def test_only_roots_and_sub_namespaces_hold_subnamespaces(

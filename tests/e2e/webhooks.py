@@ -127,6 +127,18 @@ def kubectl(cluster: Cluster, *args: str, stdin: Any = None) -> subprocess.Compl
     return run_kubectl(cluster.kubeconfig, *args, stdin=stdin)
 
 
+def assert_denied_by(webhook: str, result: subprocess.CompletedProcess[str], *words: str) -> None:
+    """kubectl failed because ``webhook`` denied the request, with each of ``words`` said."""
+    assert result.returncode == 1, result.stdout
+    assert f'admission webhook "{webhook}" denied the request' in result.stderr
+    for word in words:
+        assert word in result.stderr
+
+
+def assert_done(result: subprocess.CompletedProcess[str]) -> None:
+    assert result.returncode == 0, result.stderr
+
+
 def namespace(cluster: Cluster, prefix: str, labels: dict[str, str] | None = None) -> str:
     """Create a namespace with a unique name; on a real cluster it is deleted after the test.
 
