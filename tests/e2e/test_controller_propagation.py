@@ -149,6 +149,30 @@ def test_update_mode_copies_follow_their_source_and_go_with_it(
     )
 
 
+def test_a_copy_made_gets_an_event_and_a_copy_kept_up_to_date_none(
+    controllers: Controllers, scene: Scene
+) -> None:
+    running = controllers.start(CONFIG)
+    root, child, _ = tree(scene)
+
+    def reasons() -> list[str]:
+        items = scene.kube.list_objects(resource_path("", "v1", "events", child))["items"]
+        return sorted(e["reason"] for e in items if e["involvedObject"]["name"] == "token")
+
+    scene.kubectl("apply", "-f", "-", stdin=secret(root, "token", "update", {"a": "1"}))
+    scene.wait(lambda: reasons() == ["CopyCreated"], "the CopyCreated event")
+    passes = running.metric("accurate_reconcile_passes_total")
+    scene.kubectl("apply", "-f", "-", stdin=secret(root, "token", "update", {"a": "2"}))
+    scene.wait(
+        lambda: secret_data(get(scene, "Secret", child, "token")) == {"a": "2"}, "the update"
+    )
+    # Events go out before the pass that made them ends: two more passes and none came.
+    scene.wait(
+        lambda: running.metric("accurate_reconcile_passes_total") >= passes + 2, "two more passes"
+    )
+    assert reasons() == ["CopyCreated"]
+
+
 def test_excluded_labels_and_annotations_stay_behind(
     controllers: Controllers, scene: Scene
 ) -> None:
