@@ -10,9 +10,9 @@ from typing import Any
 
 import yaml
 
+from accurate_testbed.processes import PROGRAM, Process, environment, launch
+from accurate_testbed.waiting import wait_for
 from bench.target import Target
-from tests.contract.helpers import wait_for
-from tests.e2e.controller import PROGRAM, Process, environment, launch
 
 AGENT = "accurate-controller"
 STARTUP_TIMEOUT = 120.0

@@ -17,6 +17,9 @@ from typing import Any
 
 import trustme
 
+from accurate_testbed.certificates import write_serving_pair
+from accurate_testbed.objects import secret, secret_data
+from accurate_testbed.processes import environment, free_port
 from bench import controller, population
 from bench.population import secrets_path
 from bench.report import Row, median, percentile, seconds
@@ -32,8 +35,6 @@ from controller.webhook import (
 from kubectl_accurate.flags import USER_AGENT as CLI_AGENT
 from libaccurate.constants import GROUP, LABEL_PARENT, SUBNAMESPACE_PLURAL
 from libaccurate.kube import Kube, resource_path
-from tests.e2e.controller import environment, free_port, secret, secret_data
-from tests.e2e.webhooks import write_serving_pair
 
 CONVERGE_TIMEOUT = 600.0
 ALL_VERBS = frozenset({"get", "list", "watch", *WRITE_VERBS})

@@ -12,9 +12,9 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from accurate_testbed.apiserver.server import ApiServer
+from accurate_testbed.manifests import CRDS, subnamespace_crd_manifest
 from libaccurate.kube import ApiError, ConnectionOptions, Kube
-from tests.apiserver.server import ApiServer
-from tests.e2e.webhooks import CRDS, subnamespace_crd_manifest
 
 REAL_KUBECONFIG_ENV = "ACCURATE_TEST_KUBECONFIG"
 REVIEWS = "/apis/authorization.k8s.io/"

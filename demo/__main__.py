@@ -13,11 +13,11 @@ import tempfile
 from pathlib import Path
 from types import FrameType
 
+from accurate_testbed.processes import environment
 from demo.narrator import DemoError, Narrator
 from demo.stage import stage
 from demo.tour import tour
 from libaccurate.kube import KubeError
-from tests.e2e.controller import environment
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 INTERRUPTED = 130

@@ -20,20 +20,14 @@ from typing import Any
 import trustme
 import yaml
 
+from accurate_testbed.certificates import ca_bundle, write_serving_pair
+from accurate_testbed.manifests import MANIFESTS, namespace_hook_answers, registration, render
+from accurate_testbed.processes import PROGRAM, free_port
+from accurate_testbed.waiting import wait_for
 from demo.narrator import DemoError, Narrator
 from kubectl_accurate.watched import DEFAULT_CONFIGMAP
 from libaccurate.constants import SUBNAMESPACE_CRD_NAME
 from libaccurate.kube import ConnectionOptions, Kube, KubeError
-from tests.contract.helpers import wait_for
-from tests.e2e.controller import PROGRAM, free_port
-from tests.e2e.webhooks import (
-    MANIFESTS,
-    ca_bundle,
-    namespace_hook_answers,
-    registration,
-    render,
-    write_serving_pair,
-)
 
 # Generous for a slow machine: each wait of the demo usually takes well under a second.
 WAIT_TIMEOUT = 30.0
@@ -88,7 +82,7 @@ def _start_apiserver(
         "A stand-in for kube-apiserver written for this project's tests, so the tour needs no "
         "real cluster; kubectl talks to it as to any other.",
     )
-    command = [sys.executable, "-m", "tests.apiserver", "--kubeconfig", str(kubeconfig)]
+    command = [sys.executable, "-m", "accurate_testbed.apiserver", "--kubeconfig", str(kubeconfig)]
     process = _spawn(stack, command, folder / "apiserver.log", narrator, logs, narrator.cwd)
 
     def serving() -> bool:

@@ -17,6 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
+from accurate_testbed.apiserver.server import ApiServer
+from accurate_testbed.cluster import Cluster
+from accurate_testbed.manifests import MANIFESTS, render
+from accurate_testbed.waiting import wait_for
 from controller import options, selfcheck
 from controller.health import parse_addr
 from controller.webhook import (
@@ -35,10 +39,7 @@ from libaccurate.constants import (
     SUBNAMESPACE_PLURAL,
 )
 from libaccurate.kube import ConnectionOptions, Kube
-from tests.apiserver.server import ApiServer
-from tests.conftest import Cluster
-from tests.contract.helpers import wait_for
-from tests.e2e.webhooks import MANIFESTS, connect, kubectl, render
+from tests.e2e.webhooks import connect, kubectl
 
 DIRECTORIES = sorted(path.parent for path in MANIFESTS.glob("*/kustomization.yaml"))
 # The directories that install everything; the others are their parts.

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
+from accurate_testbed.apiserver.server import ApiServer
+from accurate_testbed.cluster import Cluster
 from libaccurate.kube import (
     ApiError,
     ConnectionOptions,
@@ -22,8 +24,6 @@ from libaccurate.kube import (
     resource_path,
 )
 from libaccurate.kubeconfig import load_credentials
-from tests.apiserver.server import ApiServer
-from tests.conftest import Cluster
 
 
 @pytest.fixture

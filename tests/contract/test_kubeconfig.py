@@ -27,10 +27,10 @@ import pytest
 import trustme
 import yaml
 
+from accurate_testbed.processes import free_port
 from libaccurate import kubeconfig as loader
 from libaccurate.kube import ApiError, ConnectionOptions, Kube, KubeError
 from libaccurate.kubeconfig import load_credentials
-from tests.webhook_server import closed_port
 
 NAMESPACE = "/api/v1/namespaces/default"
 EXEC_API = "client.authentication.k8s.io/v1"
@@ -109,7 +109,7 @@ def test_the_first_file_to_set_a_current_context_wins(
     kubeconfig: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     static = static_parts(kubeconfig)
-    unreachable = {"server": f"https://127.0.0.1:{closed_port()}"}
+    unreachable = {"server": f"https://127.0.0.1:{free_port()}"}
     other = one_context(tmp_path / "other", unreachable, {"token": static.token})
     monkeypatch.setenv("KUBECONFIG", f"{kubeconfig}:{other}")
     assert reaches_the_cluster(ConnectionOptions())

@@ -21,6 +21,9 @@ from typing import Any
 import pytest
 import trustme
 
+from accurate_testbed.apiserver.server import ApiServer
+from accurate_testbed.certificates import write_serving_pair
+from accurate_testbed.cluster import Cluster
 from controller.certs import CertificateError
 from controller.webhook import (
     CONVERT_PATH,
@@ -40,8 +43,7 @@ from libaccurate.constants import (
     TYPE_TEMPLATE,
 )
 from libaccurate.forest import Forest
-from tests.conftest import Cluster
-from tests.e2e.webhooks import LiveNamespaces, connect, write_serving_pair
+from tests.e2e.webhooks import LiveNamespaces, connect
 
 NAMESPACE_KIND = {"group": "", "version": "v1", "kind": "Namespace"}
 SUBNAMESPACE_KIND = {"group": "accurate.cybozu.com", "version": "v2", "kind": "SubNamespace"}
@@ -620,8 +622,7 @@ def test_children_gone_from_the_cluster_do_not_block_a_deletion(
 
 
 @pytest.mark.fault_injection
-def test_a_failing_api_server_refuses_rather_than_guesses(cluster: Cluster, start: Any) -> None:
-    apiserver = cluster.require_server()
+def test_a_failing_api_server_refuses_rather_than_guesses(apiserver: ApiServer, start: Any) -> None:
     client = start(FixedForest())
     child = namespace("child", **{LABEL_PARENT: "root"})
     apiserver.fail(503, path="/api/v1/namespaces/root$", method="GET", message="etcd is down")

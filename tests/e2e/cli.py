@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from accurate_testbed.cluster import Cluster
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_PROPAGATE,
@@ -32,7 +33,6 @@ from libaccurate.constants import (
     TYPE_TEMPLATE,
 )
 from libaccurate.kube import ApiError, Kube, resource_path
-from tests.conftest import Cluster
 from tests.e2e.webhooks import connect, namespace
 
 SCRIPTS = Path(sys.executable).parent

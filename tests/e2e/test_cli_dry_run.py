@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from accurate_testbed.apiserver.server import ApiServer
+from accurate_testbed.cluster import Cluster
 from libaccurate.constants import LABEL_TEMPLATE
 from libaccurate.kube import resource_path
-from tests.apiserver.server import ApiServer
-from tests.conftest import Cluster
 from tests.e2e.cli import World, failed, succeeded
 from tests.e2e.webhooks import Webhooks
 

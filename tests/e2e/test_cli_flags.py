@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
+from accurate_testbed.cluster import Cluster
+from accurate_testbed.processes import free_port
 from libaccurate.constants import LABEL_PARENT
-from tests.conftest import Cluster
 from tests.e2e.cli import World, failed, run_plugin, succeeded
-from tests.webhook_server import closed_port
 
 COMMANDS = (
     (),
@@ -45,7 +45,7 @@ def broken_kubeconfig(cluster: Cluster, folder: Path) -> dict[str, Any]:
     cluster_entry = next(c for c in document["clusters"] if c["name"] == good["cluster"])
     broken = copy.deepcopy(cluster_entry)
     broken["name"] = "accurate-cli-broken"
-    broken["cluster"]["server"] = f"https://127.0.0.1:{closed_port()}"
+    broken["cluster"]["server"] = f"https://127.0.0.1:{free_port()}"
     document["clusters"].append(broken)
     document["contexts"].append(
         {"name": "broken", "context": {"cluster": broken["name"], "user": good["user"]}}

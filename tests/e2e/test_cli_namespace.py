@@ -11,9 +11,9 @@ import json
 import pytest
 import yaml
 
+from accurate_testbed.cluster import Cluster
 from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE, TYPE_ROOT
 from libaccurate.kube import resource_path
-from tests.conftest import Cluster
 from tests.e2e.cli import World, failed, field, resource_rows, succeeded
 from tests.e2e.webhooks import Webhooks
 

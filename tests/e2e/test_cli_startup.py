@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import yaml
 
-from tests.conftest import Cluster
+from accurate_testbed.cluster import Cluster
 from tests.e2e.cli import World
 
 NOT_FOR_LIST = (

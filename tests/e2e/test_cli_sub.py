@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from accurate_testbed.cluster import Cluster
 from libaccurate.config import NamingPolicy
 from libaccurate.constants import FINALIZER, LABEL_CREATED_BY, LABEL_PARENT, LABEL_TYPE
-from tests.conftest import Cluster
 from tests.e2e.cli import World, failed, succeeded
 from tests.e2e.webhooks import Webhooks
 

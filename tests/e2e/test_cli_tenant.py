@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from accurate_testbed.apiserver.server import ApiServer
+from accurate_testbed.cluster import Cluster
 from libaccurate.constants import LABEL_PARENT
 from libaccurate.kube import resource_path
-from tests.apiserver.server import ApiServer
-from tests.conftest import Cluster
 from tests.e2e.cli import World, failed, field, resource_rows, run_plugin, succeeded
 
 RBAC = "rbac.authorization.k8s.io"

@@ -11,9 +11,9 @@ import subprocess
 import pytest
 import yaml
 
+from accurate_testbed.apiserver.server import ApiServer
+from accurate_testbed.cluster import Cluster
 from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE
-from tests.apiserver.server import ApiServer
-from tests.conftest import Cluster
 from tests.e2e.cli import World, failed, plugin_env, succeeded
 
 ESCAPE = "\x1b["

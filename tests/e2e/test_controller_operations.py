@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 
+from accurate_testbed.apiserver.server import ApiServer
+from accurate_testbed.objects import namespace_manifest, secret, secret_data
+from accurate_testbed.processes import Process
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_PROPAGATE,
@@ -23,16 +26,7 @@ from libaccurate.constants import (
     TYPE_ROOT,
 )
 from libaccurate.kube import resource_path
-from tests.apiserver.server import ApiServer
-from tests.e2e.controller import (
-    Controllers,
-    Process,
-    Scene,
-    namespace_manifest,
-    secret,
-    secret_data,
-    subnamespaces_path,
-)
+from tests.e2e.controller import Controllers, Scene, subnamespaces_path
 
 RBAC = "rbac.authorization.k8s.io"
 SECRETS: dict[str, Any] = {"watches": [{"version": "v1", "kind": "Secret"}]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accurate_testbed.objects import secret, secret_data
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_GENERATED,
@@ -19,7 +20,7 @@ from libaccurate.constants import (
     TYPE_TEMPLATE,
 )
 from libaccurate.kube import resource_path
-from tests.e2e.controller import Controllers, Scene, secret, secret_data
+from tests.e2e.controller import Controllers, Scene
 
 RBAC = "rbac.authorization.k8s.io"
 CONFIG: dict[str, Any] = {

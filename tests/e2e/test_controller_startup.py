@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from accurate_testbed.apiserver.server import ApiServer
+from accurate_testbed.cluster import Cluster
+from accurate_testbed.processes import PROGRAM, environment
 from libaccurate import __version__
 from libaccurate.kube import resource_path
-from tests.apiserver.server import ApiServer
-from tests.conftest import Cluster
-from tests.e2e.controller import PROGRAM, Controllers, Scene, environment
+from tests.e2e.controller import Controllers, Scene
 
 
 def refused(result: subprocess.CompletedProcess[str], code: int = 1) -> str:

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import trustme
 
+from accurate_testbed.certificates import write_serving_pair
+from accurate_testbed.kubectl import kubectl
+from accurate_testbed.processes import Process, free_port
 from libaccurate.constants import GROUP
-from tests.contract.helpers import kubectl
-from tests.e2e.controller import Controllers, Process, Scene, free_port
-from tests.e2e.webhooks import register_webhooks, write_serving_pair
+from tests.e2e.controller import Controllers, Scene
+from tests.e2e.webhooks import register_webhooks
 
 SECRETS = "watches:\n- version: v1\n  kind: Secret\n"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract.helpers import wait_for
+from accurate_testbed.waiting import wait_for
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DEMO = [sys.executable, "-m", "demo"]

@@ -9,10 +9,10 @@ from collections.abc import Callable
 
 import pytest
 
+from accurate_testbed.cluster import Cluster
 from controller.webhook import VALIDATE_NAMESPACE_PATH
 from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE, TYPE_ROOT, TYPE_TEMPLATE
 from libaccurate.kube import resource_path
-from tests.conftest import Cluster
 from tests.e2e.webhooks import (
     Webhooks,
     assert_denied_by,

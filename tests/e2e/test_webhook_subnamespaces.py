@@ -10,10 +10,10 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
+from accurate_testbed.cluster import Cluster
 from libaccurate.config import NamingPolicy
 from libaccurate.constants import FINALIZER, GROUP, LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
 from libaccurate.kube import ApiError, resource_path
-from tests.conftest import Cluster
 from tests.e2e.webhooks import (
     NAMESPACES,
     Webhooks,

@@ -13,10 +13,7 @@ CA instead of the in-cluster Service. tests/conftest.py registers these fixtures
 
 from __future__ import annotations
 
-import base64
-import copy
 import functools
-import os
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,14 +22,24 @@ from typing import Any
 
 import pytest
 import trustme
-import yaml
 
+from accurate_testbed.certificates import ca_bundle, write_serving_pair
+from accurate_testbed.cluster import Cluster
+from accurate_testbed.kubectl import kubectl as run_kubectl
+from accurate_testbed.manifests import (
+    CRDS,
+    MANIFESTS,
+    namespace_hook_answers,
+    registration,
+    render,
+    subnamespace_crd_manifest,
+)
+from accurate_testbed.waiting import wait_for
 from controller.webhook import WebhookServer
 from libaccurate.config import NamingPolicy
 from libaccurate.constants import (
     FINALIZER,
     GROUP,
-    LABEL_PARENT,
     LABEL_TYPE,
     SUBNAMESPACE_CRD_NAME,
     SUBNAMESPACE_PLURAL,
@@ -40,33 +47,11 @@ from libaccurate.constants import (
 )
 from libaccurate.forest import Forest
 from libaccurate.kube import ApiError, ConnectionOptions, Kube, resource_path
-from tests.conftest import Cluster
-from tests.contract.helpers import kubectl as run_kubectl
-from tests.contract.helpers import wait_for
 
-MANIFESTS = Path(__file__).resolve().parents[2] / "controller" / "config"
-WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 NAMESPACES = resource_path("", "v1", "namespaces")
-CRDS = resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 # A real API server may take a moment to see a new webhook configuration or CRD.
 REGISTRATION_TIMEOUT = 30.0
 DELETION_TIMEOUT = 120.0
-
-
-def render(directory: Path) -> list[dict[str, Any]]:
-    """The objects ``kubectl kustomize`` renders from a kustomize directory (fresh copies)."""
-    return [obj for obj in yaml.safe_load_all(_kustomize(directory)) if obj]
-
-
-@functools.cache
-def _kustomize(directory: Path) -> str:
-    """The rendering is the same for the whole run, and kubectl takes a while to produce it."""
-    result = subprocess.run(
-        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        raise AssertionError(f"kubectl kustomize {directory} failed: {result.stderr}")
-    return result.stdout
 
 
 def connect(cluster: Cluster) -> Kube:
@@ -83,47 +68,8 @@ class LiveNamespaces:
         return Forest.build(self._kube.list_objects(NAMESPACES).get("items") or [])
 
 
-def write_serving_pair(ca: trustme.CA, cert_dir: Path) -> None:
-    """Issue a serving certificate for the loopback addresses (IPv4 and IPv6) and swap it in
-    atomically, as kubelet does."""
-    issued = ca.issue_cert("127.0.0.1", "::1")
-    cert_dir.mkdir(parents=True, exist_ok=True)
-    pem = b"".join(blob.bytes() for blob in issued.cert_chain_pems)
-    for name, data in (("tls.crt", pem), ("tls.key", issued.private_key_pem.bytes())):
-        staged = cert_dir / f".{name}.new"
-        staged.write_bytes(data)
-        os.replace(staged, cert_dir / name)
-
-
-def ca_bundle(ca: trustme.CA) -> str:
-    return base64.b64encode(ca.cert_pem.bytes()).decode()
-
-
-def registration(
-    objects: Sequence[dict[str, Any]], base_url: str, bundle: str, suffix: str
-) -> list[dict[str, Any]]:
-    """The manifests' webhook configurations, renamed with ``suffix`` and pointed at
-    ``base_url`` (each webhook keeps its path) with ``bundle`` as CA."""
-    configurations = []
-    for obj in objects:
-        if obj["kind"] not in WEBHOOK_KINDS:
-            continue
-        configuration = copy.deepcopy(obj)
-        configuration["metadata"] = {"name": f"{obj['metadata']['name']}-{suffix}"}
-        for webhook in configuration["webhooks"]:
-            path = webhook["clientConfig"]["service"]["path"]
-            webhook["clientConfig"] = {"url": base_url + path, "caBundle": bundle}
-        configurations.append(configuration)
-    return configurations
-
-
-def subnamespace_crd_manifest() -> dict[str, Any]:
-    (crd,) = render(MANIFESTS / "crd")
-    return crd
-
-
 def kubectl(cluster: Cluster, *args: str, stdin: Any = None) -> subprocess.CompletedProcess[str]:
-    """Run the real kubectl against the cluster (see tests.contract.helpers.kubectl)."""
+    """Run the real kubectl against the cluster (see accurate_testbed.kubectl)."""
     return run_kubectl(cluster.kubeconfig, *args, stdin=stdin)
 
 
@@ -279,17 +225,6 @@ def _wait_until_effective(cluster: Cluster, kube: Kube) -> None:
         return FINALIZER in (created["metadata"].get("finalizers") or [])
 
     wait_for(finalized, REGISTRATION_TIMEOUT, "the SubNamespace webhooks")
-
-
-def namespace_hook_answers(kube: Kube, probe: str) -> bool:
-    """Whether the namespace webhook refuses a namespace named ``probe`` that is its own parent
-    (a server-side dry run: nothing is created)."""
-    selfish = {"metadata": {"name": probe, "labels": {LABEL_PARENT: probe}}}
-    try:
-        kube.create(NAMESPACES, selfish, dryRun="All")
-    except ApiError as error:
-        return error.code == 403
-    return False
 
 
 def _exists(kube: Kube, path: str) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Cluster
+from accurate_testbed.cluster import Cluster
 from tests.e2e.cli import World
 from tests.release.krew import (
     TAG,

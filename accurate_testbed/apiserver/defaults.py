@@ -1,0 +1,104 @@
+"""Defaults the real server fills into built-in objects, where the product compares objects.
+
+The controller must tell a user's change from a value the server added on its own (DESIGN.md
+4.3), so these defaults have to be present here exactly as a real cluster adds them; kinds not
+listed get none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from accurate_testbed.apiserver.resources import ADMISSION, RBAC
+
+Obj = dict[str, Any]
+
+
+def _namespace(obj: Obj) -> None:
+    name = obj["metadata"].get("name", "")
+    obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
+    spec = obj.setdefault("spec", {})
+    if "kubernetes" not in spec.setdefault("finalizers", []):
+        spec["finalizers"].append("kubernetes")
+    obj.setdefault("status", {}).setdefault("phase", "Active")
+
+
+def _secret(obj: Obj) -> None:
+    obj.setdefault("type", "Opaque")
+
+
+def _binding(obj: Obj) -> None:
+    for subject in obj.get("subjects") or []:
+        if subject.get("kind") in ("User", "Group"):
+            subject.setdefault("apiGroup", RBAC)
+
+
+def _network_policy(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    if not spec.get("policyTypes"):
+        spec["policyTypes"] = ["Ingress"] + (["Egress"] if spec.get("egress") else [])
+
+
+def _service(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    spec.setdefault("internalTrafficPolicy", "Cluster")
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+    for port in spec.get("ports") or []:
+        port.setdefault("protocol", "TCP")
+        port.setdefault("targetPort", port.get("port"))
+
+
+def _deployment(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    spec.setdefault(
+        "strategy",
+        {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+    )
+
+
+def _webhooks(mutating: bool) -> Callable[[Obj], None]:
+    def default(obj: Obj) -> None:
+        for hook in obj.get("webhooks") or []:
+            hook.setdefault("failurePolicy", "Fail")
+            hook.setdefault("matchPolicy", "Equivalent")
+            hook.setdefault("namespaceSelector", {})
+            hook.setdefault("objectSelector", {})
+            hook.setdefault("timeoutSeconds", 10)
+            if mutating:
+                hook.setdefault("reinvocationPolicy", "Never")
+            for rule in hook.get("rules") or []:
+                rule.setdefault("scope", "*")
+
+    return default
+
+
+def _crd(obj: Obj) -> None:
+    obj.setdefault("spec", {}).setdefault("conversion", {"strategy": "None"})
+
+
+_DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
+    ("", "Namespace"): _namespace,
+    ("", "Secret"): _secret,
+    ("", "Service"): _service,
+    (RBAC, "RoleBinding"): _binding,
+    (RBAC, "ClusterRoleBinding"): _binding,
+    ("networking.k8s.io", "NetworkPolicy"): _network_policy,
+    ("apps", "Deployment"): _deployment,
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): _crd,
+    (ADMISSION, "ValidatingWebhookConfiguration"): _webhooks(mutating=False),
+    (ADMISSION, "MutatingWebhookConfiguration"): _webhooks(mutating=True),
+}
+
+
+def apply_builtin_defaults(group: str, kind: str, obj: Obj) -> None:
+    """Fill in the server-side defaults of a built-in kind, in place."""
+    defaulter = _DEFAULTERS.get((group, kind))
+    if defaulter is not None:
+        defaulter(obj)

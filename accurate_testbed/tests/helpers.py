@@ -1,0 +1,39 @@
+"""Small helpers the contract tests share: raw requests with a chosen content type, and error
+bodies."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kubernetes import client as k8s_client
+
+
+def request(
+    api_client: Any,
+    method: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    query: list[tuple[str, str]] | None = None,
+    accept: str = "application/json",
+) -> Any:
+    """Send one request and return the decoded JSON body; raises ApiException on errors."""
+    serialized = api_client.param_serialize(
+        method=method,
+        resource_path=path,
+        query_params=query or [],
+        header_params={"Content-Type": content_type, "Accept": accept},
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    response = api_client.call_api(*serialized)
+    response.read()
+    if not 200 <= response.status < 300:
+        raise k8s_client.ApiException(http_resp=response)
+    return json.loads(response.data or b"null")
+
+
+def error_of(error: k8s_client.ApiException) -> dict[str, Any]:
+    """The metav1 Status an API error carried."""
+    return dict(json.loads(error.body or "{}"))

@@ -1,0 +1,71 @@
+"""Contract: server-side apply details the controller depends on (DESIGN.md 4.2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from accurate_testbed.cluster import Cluster
+from libaccurate.kube import ApiError, ConnectionOptions, Kube, resource_path
+
+
+@pytest.fixture
+def kube(kubeconfig: Path) -> Kube:
+    return Kube.connect(ConnectionOptions(kubeconfig=str(kubeconfig)))
+
+
+def namespace_config(name: str, **metadata: object) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, **metadata}}
+
+
+def owned_labels(obj: dict, manager: str) -> set[str]:
+    entries = [e for e in obj["metadata"]["managedFields"] if e["manager"] == manager]
+    fields = entries[0]["fieldsV1"] if entries else {}
+    labels = fields.get("f:metadata", {}).get("f:labels", {})
+    return {key[2:] for key in labels if key.startswith("f:")}
+
+
+def test_an_applier_owns_what_it_sent_not_the_defaults(kube: Kube, cluster: Cluster) -> None:
+    name = cluster.unique("applied")
+    path = resource_path("", "v1", "namespaces", name=name)
+    cluster.on_cleanup(lambda: kube.delete(path))
+    created = kube.apply(path, namespace_config(name, labels={"team": "a"}), "applier")
+    assert created["metadata"]["labels"]["kubernetes.io/metadata.name"] == name
+    assert owned_labels(created, "applier") == {"team"}
+    again = kube.apply(path, namespace_config(name, labels={"team": "a"}), "applier")
+    assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+def test_uid_and_resource_version_in_an_apply_are_preconditions(
+    kube: Kube, cluster: Cluster
+) -> None:
+    name = cluster.namespace("preconditions")
+    path = resource_path("", "v1", "namespaces", name=name)
+    live = kube.get(path)
+    meta = live["metadata"]
+    kube.apply(path, namespace_config(name, labels={"a": "1"}, uid=meta["uid"]), "applier")
+
+    with pytest.raises(ApiError) as stale:
+        kube.apply(
+            path,
+            namespace_config(name, labels={"a": "2"}, resourceVersion=meta["resourceVersion"]),
+            "applier",
+        )
+    assert stale.value.conflict
+    assert "the object has been modified" in stale.value.message
+
+    with pytest.raises(ApiError) as other:
+        kube.apply(path, namespace_config(name, labels={"a": "3"}, uid="not-this-one"), "applier")
+    assert other.value.conflict
+    assert "Precondition failed: UID in precondition: not-this-one" in other.value.message
+
+    missing = cluster.unique("missing")
+    with pytest.raises(ApiError) as gone:
+        kube.apply(
+            resource_path("", "v1", "namespaces", name=missing),
+            namespace_config(missing, uid=meta["uid"]),
+            "applier",
+        )
+    assert gone.value.code == 409
+    assert kube.get(path)["metadata"]["labels"]["a"] == "1"

@@ -1,0 +1,258 @@
+"""Contract: CRDs registered at run time, custom objects, status, generation, apply and patches."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s_client
+
+from accurate_testbed.cluster import Cluster
+from accurate_testbed.tests.helpers import error_of, request
+from accurate_testbed.waiting import wait_for
+
+GROUP = "contract.example.com"
+
+
+def widget_crd(plural: str) -> dict:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": plural, "singular": plural[:-1]},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {
+                                        "size": {"type": "integer", "default": 3},
+                                        "color": {"type": "string"},
+                                        "extra": {
+                                            "type": "object",
+                                            "x-kubernetes-preserve-unknown-fields": True,
+                                        },
+                                    },
+                                },
+                                "status": {
+                                    "type": "object",
+                                    "properties": {"ready": {"type": "boolean"}},
+                                },
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+@pytest.fixture
+def widgets(cluster: Cluster) -> str:
+    """Register a Widget CRD (unique plural) and return the collection path prefix."""
+    plural = f"{cluster.unique('widgets').replace('-', '')}s"
+    extensions: Any = k8s_client.ApiextensionsV1Api(cluster.api_client)
+    extensions.create_custom_resource_definition(widget_crd(plural))
+    cluster.on_cleanup(lambda: extensions.delete_custom_resource_definition(f"{plural}.{GROUP}"))
+
+    def established() -> bool:
+        crd = extensions.read_custom_resource_definition(f"{plural}.{GROUP}")
+        conditions = {c.type: c.status for c in crd.status.conditions or []}
+        return conditions.get("Established") == "True"
+
+    wait_for(established, what="the CRD to be established")
+    return plural
+
+
+def collection(ns: str, plural: str) -> str:
+    return f"/apis/{GROUP}/v1/namespaces/{ns}/{plural}"
+
+
+def test_crd_appears_in_discovery(cluster: Cluster, widgets: str) -> None:
+    listed = request(cluster.api_client, "GET", f"/apis/{GROUP}/v1")
+    names = {entry["name"]: entry for entry in listed["resources"]}
+    assert names[widgets]["kind"] == "Widget"
+    assert names[widgets]["namespaced"] is True
+    assert f"{widgets}/status" in names
+    groups = request(cluster.api_client, "GET", "/apis")["groups"]
+    assert GROUP in [group["name"] for group in groups]
+
+
+def test_custom_object_is_pruned_and_defaulted(cluster: Cluster, widgets: str) -> None:
+    ns = cluster.namespace()
+    created = request(
+        cluster.api_client,
+        "POST",
+        collection(ns, widgets),
+        {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"color": "red", "unknown": 1, "extra": {"anything": {"goes": True}}},
+        },
+    )
+    assert created["spec"] == {"color": "red", "size": 3, "extra": {"anything": {"goes": True}}}
+    assert created["metadata"]["generation"] == 1
+
+
+def test_custom_object_type_errors_are_invalid(cluster: Cluster, widgets: str) -> None:
+    ns = cluster.namespace()
+    with pytest.raises(k8s_client.ApiException) as caught:
+        request(
+            cluster.api_client,
+            "POST",
+            collection(ns, widgets),
+            {
+                "apiVersion": f"{GROUP}/v1",
+                "kind": "Widget",
+                "metadata": {"name": "w"},
+                "spec": {"size": "big"},
+            },
+        )
+    status = error_of(caught.value)
+    assert caught.value.status == 422
+    assert status["details"]["causes"][0]["field"] == "spec.size"
+    assert "spec.size in body must be of type integer" in status["message"]
+
+
+def test_status_subresource_and_generation(cluster: Cluster, widgets: str) -> None:
+    ns = cluster.namespace()
+    base = collection(ns, widgets)
+    body = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "spec": {"color": "red"},
+        "status": {"ready": True},
+    }
+    created = request(cluster.api_client, "POST", base, body)
+    assert "status" not in created  # status is dropped on create
+
+    merge = "application/merge-patch+json"
+    labelled = request(
+        cluster.api_client, "PATCH", f"{base}/w", {"metadata": {"labels": {"a": "b"}}}, merge
+    )
+    assert labelled["metadata"]["generation"] == 1  # metadata changes do not bump it
+    ignored = request(cluster.api_client, "PATCH", f"{base}/w", {"status": {"ready": True}}, merge)
+    assert "status" not in ignored  # the main endpoint ignores status
+    with_status = request(
+        cluster.api_client,
+        "PATCH",
+        f"{base}/w/status",
+        {"status": {"ready": True}, "spec": {"color": "blue"}},
+        merge,
+    )
+    assert with_status["status"] == {"ready": True}
+    assert with_status["spec"]["color"] == "red"  # /status ignores everything else
+    assert with_status["metadata"]["generation"] == 1
+    respecced = request(
+        cluster.api_client, "PATCH", f"{base}/w", {"spec": {"color": "blue"}}, merge
+    )
+    assert respecced["metadata"]["generation"] == 2
+    assert respecced["status"] == {"ready": True}
+    with pytest.raises(k8s_client.ApiException) as stale:
+        request(cluster.api_client, "PUT", f"{base}/w/status", {**created, "status": {}})
+    assert stale.value.status == 409
+
+
+def test_put_without_resource_version_is_refused_for_custom_objects(
+    cluster: Cluster, widgets: str
+) -> None:
+    ns = cluster.namespace()
+    base = collection(ns, widgets)
+    body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}}
+    request(cluster.api_client, "POST", base, body)
+    with pytest.raises(k8s_client.ApiException) as caught:
+        request(cluster.api_client, "PUT", f"{base}/w", body)
+    assert caught.value.status == 422
+    assert (
+        "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+        in (error_of(caught.value)["message"])
+    )
+
+
+def test_strategic_merge_patch_is_unsupported_for_custom_objects(
+    cluster: Cluster, widgets: str
+) -> None:
+    ns = cluster.namespace()
+    base = collection(ns, widgets)
+    body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}}
+    request(cluster.api_client, "POST", base, body)
+    with pytest.raises(k8s_client.ApiException) as caught:
+        request(
+            cluster.api_client,
+            "PATCH",
+            f"{base}/w",
+            {"spec": {"color": "red"}},
+            "application/strategic-merge-patch+json",
+        )
+    assert caught.value.status == 415
+    assert error_of(caught.value)["reason"] == "UnsupportedMediaType"
+
+
+def test_server_side_apply_tracks_ownership(cluster: Cluster) -> None:
+    ns = cluster.namespace()
+    path = f"/api/v1/namespaces/{ns}/configmaps/a"
+    apply = "application/apply-patch+yaml"
+
+    def applied(manager: str, data: dict, force: bool = False) -> dict:
+        query = [("fieldManager", manager)] + ([("force", "true")] if force else [])
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": data}
+        return request(cluster.api_client, "PATCH", path, json.dumps(body), apply, query)
+
+    applied("one", {"x": "1", "y": "2"})
+    applied("two", {"z": "3"})
+    after = applied("one", {"x": "1"})
+    assert after["data"] == {"x": "1", "z": "3"}  # y dropped by its owner, z kept
+    with pytest.raises(k8s_client.ApiException) as caught:
+        applied("two", {"x": "9"})
+    assert caught.value.status == 409
+    assert error_of(caught.value)["reason"] == "Conflict"
+    forced = applied("two", {"x": "9"}, force=True)
+    assert forced["data"] == {"x": "9"}  # "two" took x and no longer applies z
+    managers = {entry["manager"] for entry in forced["metadata"]["managedFields"]}
+    assert managers == {"two"}  # "one" lost its last field to the forced apply
+
+
+def test_repeated_identical_apply_does_not_write(cluster: Cluster) -> None:
+    ns = cluster.namespace()
+    path = f"/api/v1/namespaces/{ns}/configmaps/a"
+    body = json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"x": "1"}}
+    )
+    query = [("fieldManager", "me"), ("force", "true")]
+    first = request(cluster.api_client, "PATCH", path, body, "application/apply-patch+yaml", query)
+    second = request(cluster.api_client, "PATCH", path, body, "application/apply-patch+yaml", query)
+    assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+def test_deleting_a_crd_deletes_its_objects(cluster: Cluster, widgets: str) -> None:
+    ns = cluster.namespace()
+    base = collection(ns, widgets)
+    body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}}
+    request(cluster.api_client, "POST", base, body)
+    extensions: Any = k8s_client.ApiextensionsV1Api(cluster.api_client)
+    extensions.delete_custom_resource_definition(f"{widgets}.{GROUP}")
+
+    def crd_gone() -> bool:
+        try:
+            extensions.read_custom_resource_definition(f"{widgets}.{GROUP}")
+        except k8s_client.ApiException as error:
+            return error.status == 404
+        return False
+
+    wait_for(crd_gone, what="the CRD to be deleted")
+    with pytest.raises(k8s_client.ApiException) as caught:
+        request(cluster.api_client, "GET", base)
+    assert caught.value.status == 404

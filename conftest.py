@@ -1,0 +1,92 @@
+"""Shared fixtures: a Kubernetes API for every test, in memory by default, real on request.
+
+One in-memory API server runs per test session and is reset before each test that asks for the
+``cluster`` fixture, which makes a fresh cluster cost milliseconds. With ACCURATE_TEST_KUBECONFIG
+set, the same tests run against that cluster instead: they must then use ``cluster.unique(...)``
+names and register what they create for cleanup; tests that need the in-memory server's
+internals (fault injection, the request log) are skipped there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import config as k8s_config
+
+from accurate_testbed.apiserver.server import ApiServer
+from accurate_testbed.cluster import Cluster, real_kubeconfig
+
+# Fixtures that run our webhook server and register it with the cluster, for every test that
+# needs admission as users meet it. Registered here so pytest rewrites their asserts too.
+pytest_plugins = ["tests.e2e.webhooks", "tests.e2e.controller"]
+NEEDS_SERVER = "needs the in-memory API server's internals (not available on a real cluster)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if real_kubeconfig() is None:
+        return
+    skip = pytest.mark.skip(reason=NEEDS_SERVER)
+    for item in items:
+        if "fault_injection" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def _session_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any, Any]]:
+    real = real_kubeconfig()
+    if real is not None:
+        yield real, k8s_config.new_client_from_config(config_file=str(real)), None
+        return
+    server = ApiServer().start()
+    path = server.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
+    api_client = k8s_config.new_client_from_config(config_file=str(path))
+    try:
+        yield path, api_client, server
+    finally:
+        api_client.close()
+        server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_kubectl_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubectl caches discovery per host:port for hours; test servers reuse ports and define
+    different CRDs, so every test's kubectl starts from its own empty cache."""
+    monkeypatch.setenv("KUBECACHEDIR", str(tmp_path / "kubectl-cache"))
+
+
+@pytest.fixture
+def cluster(_session_api: tuple[Path, Any, ApiServer | None]) -> Iterator[Cluster]:
+    """A fresh cluster per test (in memory: reset; real: clean up what the test registered)."""
+    path, api_client, server = _session_api
+    if server is not None:
+        server.reset()
+    handle = Cluster(path, api_client, server)
+    try:
+        yield handle
+    finally:
+        if server is None:
+            handle.run_cleanups()
+
+
+@pytest.fixture
+def kubeconfig(cluster: Cluster) -> Path:
+    """A kubeconfig file for subprocesses (kubectl, the CLI, the controller)."""
+    return cluster.kubeconfig
+
+
+@pytest.fixture
+def api_client(cluster: Cluster) -> Any:
+    """A ``kubernetes.client.ApiClient`` for the cluster."""
+    return cluster.api_client
+
+
+@pytest.fixture
+def apiserver(cluster: Cluster) -> ApiServer:
+    """The in-memory server itself, for fault injection and the request log; skips on a real
+    cluster."""
+    if cluster.server is None:
+        pytest.skip(NEEDS_SERVER)
+    return cluster.server
