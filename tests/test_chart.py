@@ -388,3 +388,14 @@ def test_notes_warn_about_a_go_accurate_image_left_in_the_values() -> None:
     assert re.search(r"WARNING: image.repository is ghcr.io/cybozu-go/accurate", notes)
     assert "image.tag is 1.4.0" in notes
     assert "WARNING" not in plain and "NOTE:" not in plain
+
+
+def test_the_packaged_chart_renders_what_the_directory_does(tmp_path: Path) -> None:
+    """What the release workflow publishes (helm package) is the chart the tests check."""
+    archive = Path(helm.package(CHART, destination=tmp_path))
+    with helm.Chart.load(archive) as packaged, helm.Chart.load(CHART) as directory:
+        from_archive = packaged.render(name="accurate", namespace="accurate")
+        from_directory = directory.render(name="accurate", namespace="accurate")
+
+    assert archive.name == f"accurate-{metadata.version('accurate-py')}.tgz"
+    assert from_archive == from_directory
