@@ -52,7 +52,7 @@ def _values(path: Path) -> dict[str, Any]:
 def render_chart(
     values: dict[str, Any] | None = None, release: str = "accurate", namespace: str = "accurate"
 ) -> list[dict[str, Any]]:
-    """The objects `helm template` makes of the chart, in template order."""
+    """The objects `helm template` makes of the chart, ordered by template file."""
     with helm.Chart.load(CHART) as chart:
         rendered = chart.render(values=values, name=release, namespace=namespace, is_install=True)
     return [
