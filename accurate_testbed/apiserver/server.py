@@ -264,6 +264,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self.headers.get("User-Agent", ""),
                     user["username"],
                     tuple(user.get("groups") or ()),
+                    self._dry_run(query),
                 )
             )
             self._inject_faults(path)
@@ -390,11 +391,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(201 if created else 200, patched)
         elif verb == "delete":
             assert where.name is not None
-            options = self._json_body()
-            if "propagationPolicy" in query:
-                options["propagationPolicy"] = query["propagationPolicy"]
-            if options.get("dryRun") == ["All"]:
-                caller = Caller(user, caller.user_agent, dry_run=True, warnings=self._warnings)
+            options = self._delete_options(query)
+            caller = replace(caller, dry_run=options.get("dryRun") == ["All"])
             self._send_json(200, api.delete(resource, namespace, where.name, options, caller))
         elif verb == "deletecollection":
             self._body()
@@ -408,6 +406,29 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, removed)
         else:
             raise errors.method_not_supported(resource.group, resource.plural, verb)
+
+    def _dry_run(self, query: dict[str, str]) -> bool:
+        """Whether a request asks for a dry run, read as the server will read it."""
+        if self.command != "DELETE":
+            return query.get("dryRun") == "All"
+        try:
+            return self._delete_options(query).get("dryRun") == ["All"]
+        except ApiError:
+            return False  # the request will be refused, never carried out
+
+    def _delete_options(self, query: dict[str, str]) -> dict[str, Any]:
+        """DeleteOptions come from the body when there is one, and then the query is ignored
+        (kube-apiserver's DeleteResource reads one or the other): ``?dryRun=All`` beside a body
+        deletes for real."""
+        if self._body():
+            options = self._json_body()
+            if not isinstance(options, dict):
+                raise errors.bad_request("the body of the request was not a JSON object")
+            return options
+        options = {key: query[key] for key in ("propagationPolicy",) if key in query}
+        if "dryRun" in query:
+            options["dryRun"] = [query["dryRun"]]
+        return options
 
     def _authorize_create_by_apply(self, resource: Resource, attributes: Attributes) -> None:
         """An apply that creates the object must also be allowed to ``create`` it."""
