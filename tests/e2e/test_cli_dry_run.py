@@ -166,4 +166,4 @@ def test_a_dry_run_sends_only_dry_run_writes(
         if r.method in WRITES and r.user_agent.startswith("kubectl-accurate")
     ]
     assert writes, "the server is asked to judge each write"
-    assert all("dryRun=All" in r.query for r in writes)
+    assert all(r.dry_run for r in writes)
