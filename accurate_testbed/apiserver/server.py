@@ -52,6 +52,7 @@ from accurate_testbed.apiserver.termination import Termination
 from accurate_testbed.apiserver.watch import WatchOptions, stream
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+PANIC_TEXT = "This request caused apiserver to panic. Look in the logs for details.\n"
 
 
 class ApiServer:
@@ -275,7 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._serve_resource(resource_path, attributes, query)
         except ApiError as error:
             self._body()
-            self._send_json(error.code, error.status)
+            self._send_error(error)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             self.close_connection = True
         except Exception as error:
@@ -319,9 +320,18 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(200, document)
         return None
 
-    def _send_text(self, text: str) -> None:
+    def _send_error(self, error: ApiError) -> None:
+        """The Status, with its code as the HTTP status. Go's net/http panics on a status
+        outside 100-999 (a webhook may set any code), and kube-apiserver's panic recovery then
+        answers a plain-text 500."""
+        if 100 <= error.code <= 999:
+            self._send_json(error.code, error.status)
+        else:
+            self._send_text(PANIC_TEXT, 500)
+
+    def _send_text(self, text: str, code: int = 200) -> None:
         data = text.encode()
-        self.send_response(200)
+        self.send_response(code)
         self.send_header("Content-Type", "text/plain; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
