@@ -145,10 +145,11 @@ REFUSALS: list[tuple[dict[str, Any] | None, dict[str, Any]]] = [
 
 def answered(cluster: Cluster, name: str) -> tuple[int, str, str]:
     """The HTTP status, Content-Type and body of creating namespace ``name``."""
+    core: Any = k8s_client.CoreV1Api(cluster.api_client)
     with pytest.raises(k8s_client.ApiException) as refused:
-        k8s_client.CoreV1Api(cluster.api_client).create_namespace({"metadata": {"name": name}})
+        core.create_namespace({"metadata": {"name": name}})
     headers = refused.value.headers or {}
-    return refused.value.status, headers.get("Content-Type", ""), refused.value.body
+    return int(refused.value.status), headers.get("Content-Type", ""), str(refused.value.body)
 
 
 @pytest.mark.parametrize("kind", ["Validating", "Mutating"])
