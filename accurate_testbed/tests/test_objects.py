@@ -445,3 +445,19 @@ def test_a_delete_with_options_in_its_body_ignores_the_query(cluster: Cluster, c
     with pytest.raises(k8s_client.ApiException) as caught:
         core.read_namespaced_config_map("gone", ns)
     assert caught.value.status == 404
+
+
+def test_a_dry_run_namespace_delete_answers_it_terminating_and_stores_nothing(
+    cluster: Cluster, core
+) -> None:
+    ns = cluster.namespace()
+    before = core.read_namespace(ns)
+
+    answer = request(cluster.api_client, "DELETE", f"/api/v1/namespaces/{ns}", {"dryRun": ["All"]})
+
+    assert answer["status"]["phase"] == "Terminating"
+    assert answer["metadata"]["deletionTimestamp"]
+    assert answer["metadata"]["resourceVersion"] == before.metadata.resource_version
+    after = core.read_namespace(ns)
+    assert (after.status.phase, after.metadata.deletion_timestamp) == ("Active", None)
+    assert after.metadata.resource_version == before.metadata.resource_version
