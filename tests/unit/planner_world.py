@@ -31,10 +31,10 @@ from libaccurate.actions import (
     RemoveFinalizer,
     ReplaceObject,
 )
+from libaccurate.closing import close
 from libaccurate.config import Config, GroupVersionKind
 from libaccurate.constants import FIELD_MANAGER, FINALIZER
 from libaccurate.lifecycle import OWNED_CONDITIONS
-from libaccurate.closing import close
 from libaccurate.planner import Finding, Plan, Snapshot, plan
 
 Obj = dict[str, Any]
