@@ -21,6 +21,7 @@ from libaccurate.constants import (
     TYPE_TEMPLATE,
 )
 from libaccurate.kube import resource_path
+from tests.e2e.cli import run_plugin, succeeded
 from tests.e2e.controller import Controllers, Scene
 
 RBAC = "rbac.authorization.k8s.io"
@@ -394,3 +395,30 @@ def test_propagate_generated_behind_its_feature_gate(
         "the other object marked as checked",
     )
     assert get(scene, "Secret", child, "made-by-silent") is None
+
+
+def test_ns_describe_shows_the_latest_events_of_the_namespace_and_its_subnamespace(
+    controllers: Controllers, scene: Scene
+) -> None:
+    controllers.start(CONFIG)
+    root, child, _ = tree(scene)
+    scene.kubectl("apply", "-f", "-", stdin=secret(root, "token", "update", {"a": "1"}))
+    scene.wait(lambda: events_about(scene, root, "token"), "the event on the source")
+    late = scene.subnamespace(child, "late")
+    scene.settle(child, late)
+    scene.wait(lambda: events_about(scene, child, late), "the event on the SubNamespace")
+
+    described = succeeded(run_plugin("ns", "describe", root, kubeconfig=scene.cluster.kubeconfig))
+    (line,) = [line for line in described.splitlines() if "Propagated" in line]
+    assert "Normal" in line and "Secret/token" in line and "copied to 2 namespaces" in line
+
+    described = succeeded(run_plugin("ns", "describe", late, kubeconfig=scene.cluster.kubeconfig))
+    (line,) = [line for line in described.splitlines() if "NamespaceCreated" in line]
+    assert f"SubNamespace/{late}" in line
+    assert f"created namespace {late}; copied into it: Secret token" in line
+    data = json.loads(
+        succeeded(
+            run_plugin("ns", "describe", late, "-o", "json", kubeconfig=scene.cluster.kubeconfig)
+        )
+    )
+    assert [(e["type"], e["reason"]) for e in data["events"]] == [("Normal", "NamespaceCreated")]
