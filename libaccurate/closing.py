@@ -70,7 +70,7 @@ class Closing:
     settled: Mapping[int, Finding] = field(default_factory=dict)
 
 
-def subnamespace_ref(plan: Plan, namespace: str, name: str) -> ObjectRef:
+def _subnamespace_ref(plan: Plan, namespace: str, name: str) -> ObjectRef:
     """What an event about SubNamespace ``namespace/name`` points at (with its uid)."""
     found: Mapping[str, Any] = plan.subnamespaces.get((namespace, name)) or {}
     uid = (found.get("metadata") or {}).get("uid")
@@ -119,7 +119,7 @@ def _statuses(
         if conflict and _ready_reason(plan.subnamespaces[key]) != REASON_CONFLICT:
             ready = status.condition(CONDITION_READY)
             message = ready.message if ready is not None else CONFLICT_MESSAGE
-            warning = EmitEvent(subnamespace_ref(plan, *key), "Warning", REASON_CONFLICT, message)
+            warning = EmitEvent(_subnamespace_ref(plan, *key), "Warning", REASON_CONFLICT, message)
             sends.append(Send(warning))
     return sends
 
@@ -200,7 +200,7 @@ def _summaries(plan: Plan, happened: Mapping[int, Happened]) -> list[EmitEvent]:
             deleted.setdefault(action.origin or action.ref, []).append(action.namespace)
     events = [
         EmitEvent(
-            subnamespace_ref(plan, parent, name),
+            _subnamespace_ref(plan, parent, name),
             "Normal",
             REASON_NAMESPACE_CREATED,
             f"created namespace {name}"
@@ -251,10 +251,10 @@ def _failures(plan: Plan, happened: Mapping[int, Happened]) -> list[EmitEvent]:
         if isinstance(action, _OBJECT_ACTIONS):
             involved = [action.ref]
         elif isinstance(action, _SUBNAMESPACE_ACTIONS):
-            involved = [subnamespace_ref(plan, action.namespace, action.name)]
+            involved = [_subnamespace_ref(plan, action.namespace, action.name)]
         else:
             involved = [
-                subnamespace_ref(plan, *key) for key in plan.statuses if key[1] == action.namespace
+                _subnamespace_ref(plan, *key) for key in plan.statuses if key[1] == action.namespace
             ]
         events.extend(EmitEvent(ref, "Warning", REASON_APPLY_FAILED, message) for ref in involved)
     return events
