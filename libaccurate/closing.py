@@ -6,15 +6,15 @@ failed and wait for the next pass where writes were left for it. Events report w
 not every object it happened to: one per source for the copies a pass made or deleted
 ("copied to 37 namespaces: a, b, c, ... and 34 more"), one per new sub-namespace for what it
 received, and one per object only for what a person must act on: a user's object replaced or
-in the way, a SubNamespace in conflict, a write that failed. Every event is a write under the
-client-side rate limit, so routine work gets as few as telling it allows.
+in the way, a SubNamespace in conflict or under a broken chain, a write that failed. Every event
+is a write under the client-side rate limit, so routine work gets as few as telling it allows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from libaccurate.actions import (
     Action,
@@ -39,7 +39,8 @@ from libaccurate.constants import (
     STORAGE_VERSION,
     SUBNAMESPACE_KIND,
 )
-from libaccurate.lifecycle import CONFLICT_MESSAGE, status_differs
+from libaccurate.forest import ProblemReason
+from libaccurate.lifecycle import status_differs
 from libaccurate.planner import FINAL_STAGE, Finding, Happened, Plan
 
 REASON_APPLY_FAILED = "ApplyFailed"
@@ -51,6 +52,8 @@ NAMED = 3
 # Actions on a SubNamespace object itself rather than on its namespace or what is in it.
 _SUBNAMESPACE_ACTIONS = (AddFinalizer, RemoveFinalizer, PatchSubNamespaceStatus)
 _OBJECT_ACTIONS = (CreateObject, ReplaceObject, DeleteObject, AnnotateObject)
+# Why a SubNamespace is not Ready that only a person can mend: told once, when it starts.
+_NEEDS_A_PERSON = frozenset({REASON_CONFLICT, *get_args(ProblemReason)})
 Closer = PatchSubNamespaceStatus | EmitEvent
 
 
@@ -115,22 +118,18 @@ def _statuses(
             settled[step] = Finding("replan", f"writes to {name} are pending")
             continue
         sends.append(Send(PatchSubNamespaceStatus(key[0], key[1], status), step))
-        conflict = _ready_reason(status) == REASON_CONFLICT
-        if conflict and _ready_reason(plan.subnamespaces[key]) != REASON_CONFLICT:
-            ready = status.condition(CONDITION_READY)
-            message = ready.message if ready is not None else CONFLICT_MESSAGE
-            warning = EmitEvent(_subnamespace_ref(plan, *key), "Warning", REASON_CONFLICT, message)
-            sends.append(Send(warning))
+        ready = status.condition(CONDITION_READY)
+        if ready is not None and _newly_stuck(plan.subnamespaces[key], ready):
+            involved = _subnamespace_ref(plan, *key)
+            sends.append(Send(EmitEvent(involved, "Warning", ready.reason, ready.message)))
     return sends
 
 
-def _ready_reason(status: SubNamespaceStatus | Mapping[str, Any]) -> str | None:
-    """The reason of the Ready condition a planned status or a SubNamespace object has."""
-    if isinstance(status, SubNamespaceStatus):
-        ready = status.condition(CONDITION_READY)
-        return ready.reason if ready is not None else None
-    conditions = (status.get("status") or {}).get("conditions") or ()
-    return next((c.get("reason") for c in conditions if c.get("type") == CONDITION_READY), None)
+def _newly_stuck(sub: Mapping[str, Any], ready: Condition) -> bool:
+    """Whether ``ready`` says only a person can mend the SubNamespace, and it did not before."""
+    conditions = (sub.get("status") or {}).get("conditions") or ()
+    before = next((c.get("reason") for c in conditions if c.get("type") == CONDITION_READY), None)
+    return ready.reason in _NEEDS_A_PERSON and before != ready.reason
 
 
 def _left_over(plan: Plan, happened: Mapping[int, Happened]) -> tuple[dict[str, str], set[str]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from libaccurate.actions import EmitEvent
 from libaccurate.closing import close
+from libaccurate.constants import LABEL_PARENT
 from libaccurate.planner import Finding, plan
 from tests.unit.planner_world import ROLE, World
 from tests.unit.test_planner import make_world, role, tree
@@ -116,6 +117,21 @@ def test_a_subnamespace_falling_into_conflict_gets_one_warning():
     assert [(e.type, e.reason, str(e.involved)) for e in world.events] == [
         ("Warning", "Conflict", "SubNamespace root1/taken")
     ]
+    world.events.clear()
+    world.apply(plan(world.snapshot()))
+    assert world.events == []
+
+
+def test_a_subnamespace_under_a_broken_chain_gets_one_warning():
+    world = make_world()
+    world.add_namespace("a", {LABEL_PARENT: "b"})
+    world.add_namespace("b", {LABEL_PARENT: "a"})
+    world.add_subnamespace("a", "child")
+    world.apply(plan(world.snapshot()))
+    warnings = [e for e in world.events if e.type == "Warning"]
+    assert [(e.reason, str(e.involved)) for e in warnings] == [("Cycle", "SubNamespace a/child")]
+    conditions = world.subnamespaces[("a", "child")]["status"]["conditions"]
+    assert [c["message"] for c in conditions if c["type"] == "Ready"] == [warnings[0].message]
     world.events.clear()
     world.apply(plan(world.snapshot()))
     assert world.events == []
