@@ -184,6 +184,8 @@ class Writer:
             case AnnotateObject():
                 return self._annotate_object(action)
             case EmitEvent():
+                if not self.may_write():
+                    raise Aborted
                 self.recorder.record(action.involved, action.type, action.reason, action.message)
                 return ()
             case _:
