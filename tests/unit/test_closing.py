@@ -135,3 +135,15 @@ def test_a_subnamespace_under_a_broken_chain_gets_one_warning():
     world.events.clear()
     world.apply(plan(world.snapshot()))
     assert world.events == []
+
+
+def test_a_copy_made_below_existing_copies_is_told_on_the_source_at_the_top():
+    world = make_world()
+    world.add_object(ROLE, role("root1", mode="update"))
+    tree(world, ("root1", "a"))
+    world.events.clear()
+    world.add_namespace("grafted", {LABEL_PARENT: "a"})
+    world.apply(plan(world.snapshot()))
+    assert events(world) == [
+        ("Normal", "Propagated", "Role root1/admin", "copied to 1 namespace: grafted")
+    ]
