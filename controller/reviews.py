@@ -49,16 +49,6 @@ class AdmissionRequest:
     new: dict[str, Any] | None
     old: dict[str, Any] | None
 
-    @property
-    def name(self) -> str:
-        """The name of the object reviewed (its old self for a DELETE)."""
-        return str((self.new or self.old or {})["metadata"]["name"])
-
-    @property
-    def namespace(self) -> str:
-        """The namespace of the object reviewed, for namespaced kinds."""
-        return str((self.new or self.old or {})["metadata"]["namespace"])
-
 
 def decode(body: bytes) -> Any:
     """The JSON value of a request body, within the bounds; raises BadRequest."""
@@ -82,13 +72,13 @@ def _depth(body: bytes) -> int:
 def admission_request(body: Any, group: str, kind: str, *, needs_name: bool) -> AdmissionRequest:
     """Check an AdmissionReview and return what the rules read; raises BadRequest."""
     request = _request(body, ADMISSION_REVIEW, "AdmissionReview")
-    uid = field(request, "uid", str, "request")
-    operation = field(request, "operation", str, "request")
+    uid = _field(request, "uid", str, "request")
+    operation = _field(request, "operation", str, "request")
     if operation not in OPERATIONS:
         raise BadRequest(
             f"request.operation must be one of {', '.join(OPERATIONS)}, not {operation!r}"
         )
-    requested = field(request, "kind", dict, "request")
+    requested = _field(request, "kind", dict, "request")
     if (requested.get("group"), requested.get("kind")) != (group, kind):
         wanted = f"{group}/{kind}" if group else kind
         got = "/".join(str(requested.get(key) or "") for key in ("group", "version", "kind"))
@@ -102,8 +92,8 @@ def admission_request(body: Any, group: str, kind: str, *, needs_name: bool) -> 
             metadata = obj["metadata"]
             if metadata.get("namespace") is None:
                 # kube-apiserver fills it in from the path; a request without it is malformed.
-                metadata["namespace"] = field(request, "namespace", str, "request")
-            field(metadata, "namespace", str, f"request.{key}.metadata")
+                metadata["namespace"] = _field(request, "namespace", str, "request")
+            _field(metadata, "namespace", str, f"request.{key}.metadata")
     return AdmissionRequest(uid, operation, new, old)
 
 
@@ -122,9 +112,9 @@ def _check_object(obj: Any, where: str, operation: str, needs_name: bool) -> Non
     """The object must carry the metadata the rules read, with the types they expect."""
     if not isinstance(obj, dict):
         raise BadRequest(f"{where} is required for {operation} and must be an object")
-    metadata = field(obj, "metadata", dict, where)
+    metadata = _field(obj, "metadata", dict, where)
     if needs_name:
-        field(metadata, "name", str, f"{where}.metadata")
+        _field(metadata, "name", str, f"{where}.metadata")
     for key in ("labels", "annotations"):
         _string_map(metadata.get(key), f"{where}.metadata.{key}")
     finalizers = metadata.get("finalizers")
@@ -172,6 +162,8 @@ def unavailable(request: AdmissionRequest, message: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ConversionRequest:
+    """The parts of a ConversionReview request that conversion reads."""
+
     uid: str
     desired: str
     objects: list[dict[str, Any]]
@@ -180,9 +172,9 @@ class ConversionRequest:
 def conversion_request(body: Any) -> ConversionRequest:
     """Check a ConversionReview; raises BadRequest."""
     request = _request(body, CONVERSION_REVIEW, "ConversionReview")
-    uid = field(request, "uid", str, "request")
-    desired = field(request, "desiredAPIVersion", str, "request")
-    objects = field(request, "objects", list, "request")
+    uid = _field(request, "uid", str, "request")
+    desired = _field(request, "desiredAPIVersion", str, "request")
+    objects = _field(request, "objects", list, "request")
     if not all(isinstance(obj, dict) for obj in objects):
         raise BadRequest("request.objects must be a list of objects")
     return ConversionRequest(uid, desired, objects)
@@ -211,13 +203,13 @@ def _request(body: Any, api_version: str, kind: str) -> dict[str, Any]:
     if (body.get("apiVersion"), body.get("kind")) != (api_version, kind):
         got = f"got apiVersion={body.get('apiVersion')!r}, kind={body.get('kind')!r}"
         raise BadRequest(f"expected an {api_version} {kind}, {got}")
-    return dict(field(body, "request", dict, kind))
+    return dict(_field(body, "request", dict, kind))
 
 
 _DESCRIBED: dict[type[Any], str] = {dict: "an object", list: "a list", str: "a non-empty string"}
 
 
-def field(parent: Mapping[str, Any], key: str, kind: type[Any], where: str) -> Any:
+def _field(parent: Mapping[str, Any], key: str, kind: type[Any], where: str) -> Any:
     """``parent[key]``, which must be a ``kind`` (a string must not be empty)."""
     value = parent.get(key)
     if not isinstance(value, kind) or (kind is str and not value):

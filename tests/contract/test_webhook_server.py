@@ -805,6 +805,11 @@ KINDS = {
     VALIDATE_SUBNAMESPACE_PATH: V1_SUBNAMESPACE_KIND,
 }
 OPERATIONS = st.sampled_from(["CREATE", "UPDATE", "DELETE"])
+# One server serves every example: it keeps no state between requests.
+FUZZ = settings(
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 @st.composite
@@ -861,11 +866,7 @@ BODIES = st.one_of(
 )
 
 
-@settings(
-    max_examples=300,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(FUZZ, max_examples=300)
 @given(request=requests())
 def test_fuzzed_reviews_get_200_or_400_and_the_server_keeps_serving(
     client: Client, request: tuple[str, Any]
@@ -874,11 +875,7 @@ def test_fuzzed_reviews_get_200_or_400_and_the_server_keeps_serving(
     _assert_answered(client, path, json.dumps(review).encode())
 
 
-@settings(
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(FUZZ, max_examples=100)
 @given(path=st.sampled_from([*PATHS, *LEGACY_PATHS]), body=BODIES)
 def test_fuzzed_bodies_get_400_and_the_server_keeps_serving(
     client: Client, path: str, body: bytes
