@@ -29,6 +29,9 @@ PROGRAM = "accurate-controller"
 DEFAULT_QPS = 50.0
 # Feature gates and their defaults, as the Go Accurate's --feature-gates knows them.
 FEATURE_GATES: Mapping[str, bool] = {FEATURE_DISABLE_PROPAGATE_GENERATED: True}
+# The stage of each gate, and the pseudo-gates that set every gate of a stage.
+_GATE_STAGES: Mapping[str, str] = {FEATURE_DISABLE_PROPAGATE_GENERATED: "beta"}
+_ALL_STAGES = {"AllAlpha": "alpha", "AllBeta": "beta"}
 # An address of "0" turns a server off, as with controller-runtime.
 DISABLED = "0"
 # controller-runtime's default, so manifests written for the Go Accurate carry over.
@@ -138,19 +141,25 @@ def _address(text: str) -> str:
 
 
 def _feature_gates(text: str) -> dict[str, bool]:
-    """``Name=true,Other=false``, as Kubernetes components take them."""
-    gates = dict(FEATURE_GATES)
+    """``Name=true,Other=false``, as Kubernetes components take them, ``AllAlpha`` and
+    ``AllBeta`` included: they set every gate of their stage not named on its own."""
+    given: dict[str, bool] = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, equals, value = item.partition("=")
-        if name not in FEATURE_GATES:
-            known = ", ".join(sorted(FEATURE_GATES))
+        if name not in FEATURE_GATES and name not in _ALL_STAGES:
+            known = ", ".join([*_ALL_STAGES, *sorted(FEATURE_GATES)])
             raise ValueError(f"unrecognized feature gate {name!r} (known: {known})")
         if not equals:
             raise ValueError(f"missing bool value for {name}")
         try:
-            gates[name] = goflags.boolean(value)
+            given[name] = goflags.boolean(value)
         except ValueError:
             raise ValueError(f"invalid value of {name}: {value!r} (use true or false)") from None
+    gates = dict(FEATURE_GATES)
+    for every, stage in _ALL_STAGES.items():
+        if every in given:
+            gates.update((gate, given[every]) for gate in gates if _GATE_STAGES[gate] == stage)
+    gates.update((name, value) for name, value in given.items() if name in FEATURE_GATES)
     return gates
 
 
@@ -200,7 +209,7 @@ FLAGS: tuple[Flag, ...] = (
         "feature-gates",
         _feature_gates,
         "",
-        "Name=true|false,...; known: DisablePropagateGenerated (default true)",
+        "Name=true|false,...; known: DisablePropagateGenerated (beta), AllAlpha, AllBeta",
         kind="mapStringBool",
     ),
     _duration("resync-period", "10m", "how often everything is listed again and checked"),

@@ -143,7 +143,7 @@ def test_meaningful_flags_are_not_listed_as_ignored() -> None:
         (["--apiserver-qps-throttle=nan"], "--apiserver-qps-throttle"),
         (["--apiserver-qps-throttle=inf"], "--apiserver-qps-throttle"),
         (["--feature-gates=DisablePropagateGenerated"], "--feature-gates"),
-        (["--feature-gates=AllAlpha=true"], "--feature-gates"),
+        (["--feature-gates=AllGamma=true"], "--feature-gates"),
     ],
 )
 def test_malformed_values_of_accepted_flags_are_refused(
@@ -170,6 +170,24 @@ def test_what_pflag_refuses_is_a_usage_error(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert message in refused(argv, capsys)
+
+
+@pytest.mark.parametrize(
+    ("gates", "propagate_generated"),
+    [
+        ("", False),
+        ("DisablePropagateGenerated=false", True),
+        ("AllBeta=false", True),
+        ("AllBeta=false,DisablePropagateGenerated=true", False),
+        ("DisablePropagateGenerated=true,AllBeta=false", False),
+        ("AllAlpha=true", False),
+    ],
+)
+def test_feature_gates_as_kubernetes_components_read_them(
+    gates: str, propagate_generated: bool
+) -> None:
+    """AllBeta sets every beta gate (DisablePropagateGenerated is one) not named on its own."""
+    assert parse([f"--feature-gates={gates}"]).propagate_generated is propagate_generated
 
 
 def test_help_lists_the_go_flags(capsys: pytest.CaptureFixture[str]) -> None:
