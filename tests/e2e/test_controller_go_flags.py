@@ -3,8 +3,8 @@
 which of them it accepts but ignores.
 
 The lists are those of the Go chart's templates/deployment.yaml in its releases: at first only
-``controller.extraArgs`` (empty by default), later ``--webhook-allow-cascading-deletion=<value of
-webhook.allowCascadingDeletion>`` followed by them; with the Go e2e suite's values
+``controller.extraArgs`` (empty by default), later the value of webhook.allowCascadingDeletion
+as ``--webhook-allow-cascading-deletion`` followed by them; with the Go e2e suite's values
 (``extraArgs: [--zap-log-level=5]``) and the logging flags the chart's users pass.
 """
 
@@ -23,6 +23,7 @@ CHART_ARGUMENTS = {
     "extraArgs only, e2e values": (E2E_VALUES, ()),
     "cascading deletion off": (("--webhook-allow-cascading-deletion=false",), ()),
     "cascading deletion on": (("--webhook-allow-cascading-deletion=true",), ()),
+    "cascading deletion on, bare": (("--webhook-allow-cascading-deletion",), ()),
     "cascading deletion off, e2e values": (
         ("--webhook-allow-cascading-deletion=false", *E2E_VALUES),
         (),
