@@ -28,8 +28,9 @@ MAX_BODY = 8 * 1024 * 1024
 # Kubernetes objects nest a few levels (managedFields' fieldsV1 a few more); this is ample.
 MAX_DEPTH = 100
 
-# A JSON string, quotes and escapes included, written so that matching never backtracks.
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+# A JSON string, quotes and escapes included; one left open runs to the end of the body. Every
+# match attempt succeeds, so each byte is read once, whatever a hostile body holds.
+_STRING = re.compile(rb'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*(?:"|\Z)', re.DOTALL)
 _NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
 _STEP = [0] * 256
 for _open, _close in (b"[]", b"{}"):

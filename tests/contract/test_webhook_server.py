@@ -718,6 +718,15 @@ def test_brackets_inside_strings_do_not_count_as_nesting(client: Client) -> None
     assert client.review(VALIDATE_NAMESPACE_PATH, review)["allowed"] is True
 
 
+def test_a_string_left_open_is_scanned_once(client: Client) -> None:
+    """Escaped quotes after an opening one and no closing one: a scan that tried every quote
+    as a string's start would read this body a million times over, and never answer."""
+    code, answer = client.post(VALIDATE_NAMESPACE_PATH, b'"' + b'\\"' * 500_000)
+
+    assert code == 400
+    assert "not valid JSON" in answer["message"]
+
+
 def test_a_body_nested_to_the_limit_is_decoded(client: Client) -> None:
     code, answer = client.post(VALIDATE_NAMESPACE_PATH, _nested(MAX_DEPTH - 1))
 
