@@ -109,6 +109,7 @@ def _occurrences(
         arg = args.pop(0)
         if arg == "--":
             _no_arguments(args)
+            return
         if not arg.startswith("-") or arg == "-":
             _no_arguments([arg])
         if arg.startswith("--"):

@@ -56,6 +56,10 @@ def test_the_next_argument_is_the_value_even_if_it_looks_like_a_flag() -> None:
     assert parse(["--leader-election-id", "--odd"]).leader_election_id == "--odd"
 
 
+def test_double_dash_ends_the_flags() -> None:
+    assert parse(["--workers=2", "--"]).workers == 2
+
+
 def test_a_later_flag_wins() -> None:
     assert parse(["--workers=2", "--workers", "5"]).workers == 5
 
