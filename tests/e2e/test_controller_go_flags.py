@@ -17,6 +17,7 @@ from tests.e2e.controller import Controllers, Scene
 IGNORED_MESSAGE = "ignoring flags accepted only for compatibility with the Go Accurate"
 E2E_VALUES = ("--zap-log-level=5",)
 LOGGING = ("--zap-devel", "--zap-encoder=json", "-v=2", "--logtostderr")
+DEBUG = {"--zap-log-level=5", "--zap-devel", "debug"}
 
 CHART_ARGUMENTS = {
     "extraArgs only, defaults": ((), ()),
@@ -77,9 +78,14 @@ def test_the_controller_starts_with_the_go_charts_arguments(
 
     running = controllers.start("", *arguments, lease_namespace=scene.namespace("lease"))
 
-    said = [r for r in running.records() if r["msg"] == IGNORED_MESSAGE]
+    records = running.records()
+    said = [r for r in records if r["msg"] == IGNORED_MESSAGE]
     if ignored:
         assert [r["flags"] for r in said] == [list(ignored)]
         assert said[0]["level"] == "info"
     else:
         assert said == []
+    # --zap-log-level above 0, "debug", or --zap-devel: debug records (of the HTTP client at
+    # least, which logs every request at debug level) show.
+    debug = any(r["level"] == "debug" for r in records)
+    assert debug == any(a in DEBUG for a in arguments)
