@@ -60,10 +60,13 @@ def send(kube: Kube, write: Write, dry_run: bool) -> Any:
 
 
 def _delete(kube: Kube, write: DeleteSubNamespace, dry_run: bool) -> Any:
+    """DELETE with the options in the body: kube-apiserver then ignores the query, so a
+    ``?dryRun=All`` beside them would delete for real."""
     uid = write.subnamespace["metadata"].get("uid")
     options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
-    path = subnamespace_path(write.namespace, write.name)
-    return kube.delete(path, options, **(DRY_RUN if dry_run else {}))
+    if dry_run:
+        options["dryRun"] = ["All"]
+    return kube.delete(subnamespace_path(write.namespace, write.name), options)
 
 
 def preflight(kube: Kube, writes: Sequence[Write]) -> None:

@@ -93,3 +93,9 @@ def test_configuration_page_shows_the_shipped_example() -> None:
     manifest = yaml.safe_load((ROOT / "controller/config/manager/config.yaml").read_text())
     page = (DOCS / "reference" / "configuration.md").read_text(encoding="utf-8")
     assert f"```yaml\n{manifest['data']['config.yaml']}```" in page
+
+
+def test_helm_values_table_is_current() -> None:
+    generator = runpy.run_path(str(DOCS / "gen_values.py"))
+    committed = (DOCS / "install.md").read_text(encoding="utf-8")
+    assert committed == generator["render"](committed), "run: .venv/bin/python docs/gen_values.py"
