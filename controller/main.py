@@ -80,6 +80,9 @@ class Controller:
 def main(argv: Sequence[str] | None = None) -> None:
     options = parse(argv)
     setup_logging(options.log_format, options.log_level)
+    if options.ignored:
+        message = "ignoring flags accepted only for compatibility with the Go Accurate"
+        log.info(message, extra={"flags": options.ignored})
     stop = threading.Event()
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: stop.set())
