@@ -22,17 +22,19 @@ from kubectl_accurate.changes import (
     Write,
 )
 from kubectl_accurate.output import CliError, Printer
-from kubectl_accurate.reads import namespace_path, subnamespace_path
+from kubectl_accurate.reads import namespace_path
+from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from libaccurate.admission import CREATE, UPDATE, review_namespace, review_subnamespace
 from libaccurate.forest import Forest
-from libaccurate.kube import ApiError, Kube
+from libaccurate.kube import ApiError
 
 FIELD_MANAGER = "kubectl-accurate"
 DRY_RUN = {"dryRun": "All"}
 
 
 def review(writes: Sequence[Write], forest: Forest) -> None:
-    """Refuse what the webhooks would refuse, judged on the cluster as it is now.
+    """Refuse what the webhooks would refuse, judged on the cluster as it is now (as far as
+    the user may read it: ``forest`` is a view's ``rules_forest``).
 
     SubNamespace deletions are left to the server: whether cascading deletion is allowed is
     a flag of the controller the plugin cannot see.
@@ -48,37 +50,32 @@ def review(writes: Sequence[Write], forest: Forest) -> None:
             raise Refused(verdict.message)
 
 
-def send(kube: Kube, write: Write, dry_run: bool) -> Any:
+def send(api: SubNamespaceApi, write: Write, dry_run: bool) -> Any:
     query = {"fieldManager": FIELD_MANAGER, **(DRY_RUN if dry_run else {})}
     if isinstance(write, LabelPatch):
         version = write.before["metadata"].get("resourceVersion")
         body = {"metadata": {"resourceVersion": version, "labels": dict(write.labels)}}
-        return kube.patch(namespace_path(write.name), body, **query)
+        return api.kube.patch(namespace_path(write.name), body, **query)
     if isinstance(write, CreateSubNamespace):
-        return kube.create(subnamespace_path(write.namespace), write.object(), **query)
-    return _delete(kube, write, dry_run)
-
-
-def _delete(kube: Kube, write: DeleteSubNamespace, dry_run: bool) -> Any:
+        return api.create(write.object(), **query)
     uid = write.subnamespace["metadata"].get("uid")
     options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
-    path = subnamespace_path(write.namespace, write.name)
-    return kube.delete(path, options, **(DRY_RUN if dry_run else {}))
+    return api.delete(write.namespace, write.name, options, **(DRY_RUN if dry_run else {}))
 
 
-def preflight(kube: Kube, writes: Sequence[Write]) -> None:
+def preflight(api: SubNamespaceApi, writes: Sequence[Write]) -> None:
     """Ask the API server to judge every write it can judge before any is made."""
     for write in writes:
         if isinstance(write, DeleteSubNamespace) and not write.preflight:
             continue
         try:
-            send(kube, write, dry_run=True)
+            send(api, write, dry_run=True)
         except ApiError as error:
             raise CliError(_explained(error, write)) from error
 
 
 def carry_out(
-    kube: Kube,
+    api: SubNamespaceApi,
     change: Change,
     forest: Forest,
     printer: Printer,
@@ -88,7 +85,7 @@ def carry_out(
     """Review, preflight, then write (or, for a dry run, say what would be written)."""
     review(change.writes, forest)
     if dry_run or len(change.writes) > 1:
-        preflight(kube, change.writes)
+        preflight(api, change.writes)
     if not change.writes:
         printer.line(change.summary)
         return
@@ -100,7 +97,7 @@ def carry_out(
         return
     for index, write in enumerate(change.writes):
         try:
-            send(kube, write, dry_run=False)
+            send(api, write, dry_run=False)
         except ApiError as error:
             raise CliError(_partial(error, change.writes, index)) from error
     printer.line(change.summary)
