@@ -295,7 +295,7 @@ def _run(
         watched = find_watched(kube, accurate_namespace)
         preview.show(printer, preview.consequences(kube, change, namespaces, watched), watched)
 
-    carry_out(api, change, namespaces.rules_forest, printer, dry_run, show_preview)
+    carry_out(api, change, namespaces.rules_forests, printer, dry_run, show_preview)
 
 
 @command(namespace, "set-type", "ns set-type team-a root")

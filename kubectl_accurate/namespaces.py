@@ -3,8 +3,9 @@
 An administrator's view is one LIST and holds every namespace. A tenant may not list
 namespaces, so their view holds the ones they could get, and remembers which names they were
 refused, with the server's words. Rules judged on a partial view must not refuse on what it
-cannot see: ``rules_forest`` stands in a root for each refused name, so that a chain through
-a namespace the user may not read counts as sound, and the webhook stays the judge of it.
+cannot see: ``rules_forests`` puts a stand-in for every refused name, once as a root and once
+as a template, and only a refusal that holds in both is certain. The API server and the
+webhook stay the judges of the rest.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from libaccurate.constants import LABEL_TYPE, TYPE_ROOT
+from libaccurate.constants import LABEL_TYPE, TYPE_ROOT, TYPE_TEMPLATE
 from libaccurate.forest import Forest, Node
 
 
@@ -32,12 +33,14 @@ class Namespaces:
         return self.by_name.get(name)
 
     @property
-    def rules_forest(self) -> Forest:
-        """The forest the admission rules are judged on (see the module's docstring)."""
+    def rules_forests(self) -> tuple[Forest, ...]:
+        """The forests the admission rules are judged on (see the module's docstring)."""
         if not self.refused:
-            return self.forest
-        stand_ins = [Node(name, {LABEL_TYPE: TYPE_ROOT}) for name in self.refused]
-        return Forest.build([*self.items, *stand_ins])
+            return (self.forest,)
+        return tuple(
+            Forest.build([*self.items, *(Node(name, {LABEL_TYPE: kind}) for name in self.refused)])
+            for kind in (TYPE_ROOT, TYPE_TEMPLATE)
+        )
 
     def missing(self, name: str) -> str:
         """Why ``name`` is not in the view: it does not exist, or the user may not read it."""

@@ -24,7 +24,13 @@ from kubectl_accurate.changes import (
 from kubectl_accurate.output import CliError, Printer
 from kubectl_accurate.reads import namespace_path
 from kubectl_accurate.subnamespace_api import SubNamespaceApi
-from libaccurate.admission import CREATE, UPDATE, review_namespace, review_subnamespace
+from libaccurate.admission import (
+    CREATE,
+    UPDATE,
+    Verdict,
+    review_namespace,
+    review_subnamespace,
+)
 from libaccurate.forest import Forest
 from libaccurate.kube import ApiError
 
@@ -32,22 +38,27 @@ FIELD_MANAGER = "kubectl-accurate"
 DRY_RUN = {"dryRun": "All"}
 
 
-def review(writes: Sequence[Write], forest: Forest) -> None:
-    """Refuse what the webhooks would refuse, judged on the cluster as it is now (as far as
-    the user may read it: ``forest`` is a view's ``rules_forest``).
+def review(writes: Sequence[Write], forests: Sequence[Forest]) -> None:
+    """Refuse what the webhooks would refuse, judged on the cluster as it is now, as far as the
+    user may read it: a write is refused only when every one of a view's ``rules_forests``
+    refuses it.
 
     SubNamespace deletions are left to the server: whether cascading deletion is allowed is
     a flag of the controller the plugin cannot see.
     """
     for write in writes:
-        if isinstance(write, LabelPatch):
-            verdict = review_namespace(UPDATE, write.after(), write.before, forest, False)
-        elif isinstance(write, CreateSubNamespace):
-            verdict = review_subnamespace(CREATE, write.object(), None, forest, (), False)
-        else:
-            continue
-        if not verdict.allowed:
-            raise Refused(verdict.message)
+        verdicts = [_verdict(write, forest) for forest in forests]
+        denials = [verdict.message for verdict in verdicts if verdict and not verdict.allowed]
+        if denials and len(denials) == len(forests):
+            raise Refused(denials[0])
+
+
+def _verdict(write: Write, forest: Forest) -> Verdict | None:
+    if isinstance(write, LabelPatch):
+        return review_namespace(UPDATE, write.after(), write.before, forest, False)
+    if isinstance(write, CreateSubNamespace):
+        return review_subnamespace(CREATE, write.object(), None, forest, (), False)
+    return None
 
 
 def send(api: SubNamespaceApi, write: Write, dry_run: bool) -> Any:
@@ -77,13 +88,13 @@ def preflight(api: SubNamespaceApi, writes: Sequence[Write]) -> None:
 def carry_out(
     api: SubNamespaceApi,
     change: Change,
-    forest: Forest,
+    forests: Sequence[Forest],
     printer: Printer,
     dry_run: bool,
     preview: Callable[[], None],
 ) -> None:
     """Review, preflight, then write (or, for a dry run, say what would be written)."""
-    review(change.writes, forest)
+    review(change.writes, forests)
     if dry_run or len(change.writes) > 1:
         preflight(api, change.writes)
     if not change.writes:
