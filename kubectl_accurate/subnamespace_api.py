@@ -5,7 +5,7 @@ controller that installed the CRD (libaccurate.subnamespaces), so the plugin ask
 request for the API group's discovery document, and keeps the answer on disk next to kubectl's
 own discovery cache: ``--cache-dir``, else ``$KUBECACHEDIR``, else ``~/.kube/cache``, then
 ``discovery/<host_port>/`` as kubectl names it. A cached version the cluster no longer serves
-(the CRD was replaced) answers with a bare 404; the plugin then asks again, once. Everything
+(the CRD was replaced) answers with a 404 for the path; the plugin then asks again, once. Everything
 read is converted to v2 and everything written from v2, so the rest of the plugin sees v2 only.
 """
 
@@ -148,5 +148,8 @@ class SubNamespaceApi:
 
 
 def _path_unknown(error: ApiError) -> bool:
-    """A 404 for the path itself (a version not served), not for an object (reason NotFound)."""
-    return error.not_found and error.reason != "NotFound"
+    """A 404 for the path itself (a version not served), not for an object: kube-apiserver
+    answers those with a bare ``404 page not found`` or, in newer releases, a NotFound Status
+    that names no kind; a missing object's or namespace's Status names its kind."""
+    details = error.status.get("details") or {}
+    return error.not_found and not details.get("kind")

@@ -9,6 +9,7 @@ is made by hand, as the controller would have made it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -17,7 +18,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from accurate_testbed.cluster import Cluster
+from accurate_testbed.manifests import MANIFESTS
 from libaccurate import subnamespaces
 from libaccurate.constants import (
     ANNOTATION_FROM,
@@ -173,6 +177,22 @@ class World:
             if sub["metadata"].get("finalizers"):
                 path = subnamespaces.path(name, sub["metadata"]["name"])
                 self.kube.patch(path, {"metadata": {"finalizers": None}})
+
+
+def install_subnamespace_roles(cluster: Cluster, kube: Kube) -> None:
+    """The SubNamespace roles Accurate ships, aggregated into ``admin``, ``edit`` and ``view``,
+    unless the cluster has them already; removed after the test if installed here."""
+    path = resource_path("rbac.authorization.k8s.io", "v1", "clusterroles")
+    text = (MANIFESTS / "rbac" / "subnamespace_roles.yaml").read_text()
+    for role in yaml.safe_load_all(text):
+        name = role["metadata"]["name"]
+        try:
+            kube.get(f"{path}/{name}")
+        except ApiError as error:
+            if not error.not_found:
+                raise
+            kube.create(path, role)
+            cluster.on_cleanup(functools.partial(kube.delete, f"{path}/{name}"))
 
 
 def field(output: str, label: str) -> str:

@@ -11,7 +11,6 @@ and once with the tenant's own token and kubeconfig (in-memory server only).
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 from collections.abc import Callable
@@ -23,7 +22,6 @@ import pytest
 import yaml
 
 from accurate_testbed.apiserver.server import ApiServer
-from accurate_testbed.manifests import MANIFESTS
 from kubectl_accurate.reads import LIMITED_NOTE
 from libaccurate import subnamespaces
 from libaccurate.config import NamingPolicy
@@ -34,8 +32,16 @@ from libaccurate.constants import (
     PROPAGATE_UPDATE,
     TYPE_TEMPLATE,
 )
-from libaccurate.kube import ApiError, resource_path
-from tests.e2e.cli import failed, field, plugin_env, resource_rows, run_plugin, succeeded
+from libaccurate.kube import resource_path
+from tests.e2e.cli import (
+    failed,
+    field,
+    install_subnamespace_roles,
+    plugin_env,
+    resource_rows,
+    run_plugin,
+    succeeded,
+)
 from tests.e2e.controller import Controllers, Scene
 from tests.e2e.webhooks import Webhooks
 
@@ -68,21 +74,6 @@ class Tenant:
         return found
 
 
-def _install_subnamespace_roles(scene: Scene) -> None:
-    """The aggregated SubNamespace roles Accurate ships, unless the cluster has them already."""
-    path = resource_path(RBAC, "v1", "clusterroles")
-    text = (MANIFESTS / "rbac" / "subnamespace_roles.yaml").read_text()
-    for role in yaml.safe_load_all(text):
-        name = role["metadata"]["name"]
-        try:
-            scene.kube.get(f"{path}/{name}")
-        except ApiError as error:
-            if not error.not_found:
-                raise
-            scene.kube.create(path, role)
-            scene.cluster.on_cleanup(functools.partial(scene.kube.delete, f"{path}/{name}"))
-
-
 def _copied(scene: Scene, namespace: str) -> bool:
     path = resource_path(RBAC, "v1", "rolebindings", namespace, GRANT)
     found = scene.get(path) or {}
@@ -95,7 +86,7 @@ def tenant(
 ) -> Tenant:
     """Root and child, the tenant's RoleBinding to ``admin`` in the root, copied to the child
     by the controller; the webhooks allow only names starting ``ok-`` under this root."""
-    _install_subnamespace_roles(scene)
+    install_subnamespace_roles(scene.cluster, scene.kube)
     user = scene.name("alice")
     root = scene.root("team")
     start_webhooks(naming_policies=[NamingPolicy(root=f"^{root}$", match="^ok-")])
