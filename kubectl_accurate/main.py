@@ -511,7 +511,7 @@ def help_command(ctx: click.Context, words: tuple[str, ...]) -> None:
         if found is None:
             path = " ".join((shown.command_path, word))
             raise CliError(f"unknown command {path!r}; see '{PROG} --help'")
-        shown = click.Context(found, info_name=found.name, parent=shown)
+        shown = click.Context(found, info_name=word, parent=shown)
     click.echo(shown.get_help())
 
 
