@@ -28,6 +28,7 @@ from kubectl_accurate.output import OUTPUT_FORMATS, CliError, Printer
 from kubectl_accurate.reads import LIMITED_NOTE, read_namespaces
 from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from libaccurate import __version__
+from libaccurate.conversion import ConversionError
 from libaccurate.kube import KubeError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -48,12 +49,13 @@ class Group(click.Group):
 
 
 class Root(Group):
-    """The top group: turns the plugin's own failures into one ``error:`` line and exit 1."""
+    """The top group: turns the plugin's own failures, and a SubNamespace it cannot read in any
+    version, into one ``error:`` line and exit 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (Refused, KubeError) as error:
+        except (Refused, KubeError, ConversionError) as error:
             raise CliError(str(error)) from error
 
 

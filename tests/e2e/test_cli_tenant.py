@@ -139,6 +139,30 @@ def test_a_tenant_creates_a_sub_namespace_and_sees_it_in_their_tree(tenant: Tena
     ]
 
 
+def test_a_tenant_by_group_with_the_flags_anywhere(tenant: Tenant) -> None:
+    """``--as`` and ``--as-group`` (repeatable) before or after the subcommand, as in kubectl."""
+    scene, root = tenant.scene, tenant.root
+    group, stranger = scene.name("team"), scene.name("bob")
+    binding = {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "team-admin", "namespace": root},
+        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "admin"},
+        "subjects": [{"apiGroup": RBAC, "kind": "Group", "name": group}],
+    }
+    scene.apply(binding)
+    flags = ("--as", stranger, "--as-group", "other", "--as-group", group)
+    kubeconfig = scene.cluster.kubeconfig
+    scene.wait(
+        lambda: run_plugin("ns", "describe", root, *flags, kubeconfig=kubeconfig).returncode == 0,
+        "the group's grant",
+    )
+    name = scene.name("ok-grp")
+    created = run_plugin("sub", *flags, "create", name, root, kubeconfig=kubeconfig)
+    assert succeeded(created).startswith(f"created SubNamespace {root}/{name}")
+    assert scene.sub(root, name) is not None
+
+
 def test_a_tenant_deletes_a_sub_namespace(tenant: Tenant) -> None:
     scene, root = tenant.scene, tenant.root
     name = scene.subnamespace(root, "ok-tmp")

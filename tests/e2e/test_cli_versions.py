@@ -29,8 +29,9 @@ from libaccurate.constants import (
     LABEL_PARENT,
     SUBNAMESPACE_CRD_NAME,
 )
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.kube import resource_path
 from tests.e2e.cli import World, failed, field, install_subnamespace_roles, succeeded
+from tests.e2e.controller import Scene
 
 RBAC = "rbac.authorization.k8s.io"
 SERVED_BY_RELEASES = [("v1",), ("v2alpha1", "v2"), ("v2",)]
@@ -50,22 +51,13 @@ def crd_serving(*served: str) -> dict[str, Any]:
     return crd
 
 
-def _exists(kube: Kube, path: str) -> bool:
-    try:
-        kube.get(path)
-    except ApiError as error:
-        if error.not_found:
-            return False
-        raise
-    return True
-
-
 class Crds:
     """Installs SubNamespace CRD variants for one test and removes the last one afterwards."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: World, scene: Scene) -> None:
         self.kube = world.kube
-        if _exists(self.kube, CRD_PATH):
+        self.exists = lambda path: scene.get(path) is not None
+        if self.exists(CRD_PATH):
             pytest.skip("the cluster has its own SubNamespace CRD, which these tests would replace")
         world.cluster.on_cleanup(self.remove)
 
@@ -73,14 +65,12 @@ class Crds:
         self.remove()
         self.kube.create(CRDS, crd_serving(*served))
         listings = [subnamespaces.path(version=v) for v in served]
-        wait_for(
-            lambda: all(_exists(self.kube, p) for p in listings), 30, f"SubNamespaces {served}"
-        )
+        wait_for(lambda: all(self.exists(p) for p in listings), 30, f"SubNamespaces {served}")
 
     def remove(self) -> None:
-        if _exists(self.kube, CRD_PATH):
+        if self.exists(CRD_PATH):
             self.kube.delete(CRD_PATH)
-            wait_for(lambda: not _exists(self.kube, CRD_PATH), 120, "the CRD to go")
+            wait_for(lambda: not self.exists(CRD_PATH), 120, "the CRD to go")
 
 
 @pytest.fixture
@@ -89,8 +79,8 @@ def world(cluster: Cluster) -> World:
 
 
 @pytest.fixture
-def crds(world: World) -> Iterator[Crds]:
-    yield Crds(world)
+def crds(world: World, scene: Scene) -> Iterator[Crds]:
+    yield Crds(world, scene)
 
 
 def _admin_in(world: World, user: str, namespace: str) -> None:
