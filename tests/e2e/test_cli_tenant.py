@@ -28,6 +28,7 @@ from libaccurate.config import NamingPolicy
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_PROPAGATE,
+    LABEL_TEMPLATE,
     LABEL_TYPE,
     PROPAGATE_UPDATE,
     TYPE_TEMPLATE,
@@ -183,6 +184,26 @@ def test_a_tenants_describe_and_list_from_the_current_namespace(tenant: Tenant) 
     described = json.loads(limited(tenant.run("ns", "describe", root, "-o", "json")))
     assert (described["type"], described["children"]) == ("root", [child])
     assert limited(tenant.run("list", "-n", child)) == f"{root}\n└── {child}\n"
+
+
+def test_a_tenants_template_list_shows_the_templates_above_them(tenant: Tenant) -> None:
+    """Instances cannot be found without listing namespaces; the templates the tenant's
+    namespaces use, when readable, are found by walking up."""
+    scene, root = tenant.scene, tenant.root
+    template = scene.namespace("tmpl", {LABEL_TYPE: TYPE_TEMPLATE})
+    scene.apply(
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "tenant-view", "namespace": template},
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": tenant.user}],
+        }
+    )
+    scene.kubectl("label", "namespace", root, f"{LABEL_TEMPLATE}={template}")
+    scene.wait(lambda: tenant.run("ns", "describe", template).returncode == 0, "the view grant")
+    assert limited(tenant.run("template", "list", "-n", root)) == f"{template}\n└── {root}\n"
+    assert limited(tenant.run("template", "list", template)) == f"{template}\n"
 
 
 def test_a_tenant_who_names_nothing_they_may_read_is_told_how_to(tenant: Tenant) -> None:
