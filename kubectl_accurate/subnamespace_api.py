@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from libaccurate import subnamespaces
-from libaccurate.constants import SUBNAMESPACE_CRD_NAME
+from libaccurate.constants import GROUP, SUBNAMESPACE_CRD_NAME
 from libaccurate.kube import ApiError, Kube, KubeError
 
 T = TypeVar("T")
@@ -54,8 +54,7 @@ class SubNamespaceApi:
     def __init__(self, kube: Kube, cache_dir: str | None = None) -> None:
         self.kube = kube
         host = _UNSAFE.sub("_", re.sub(r"^https?://", "", kube.host))
-        group = subnamespaces.GROUP_PATH.rsplit("/", 1)[-1]
-        self.cache = cache_root(cache_dir) / "discovery" / host / group / CACHE_FILE
+        self.cache = cache_root(cache_dir) / "discovery" / host / GROUP / CACHE_FILE
         self._version: str | None = None
         self._from_cache = False
 

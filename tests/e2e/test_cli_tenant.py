@@ -108,7 +108,10 @@ def tenant(
     scene.settle(root, child)
     scene.wait(lambda: _copied(scene, child), "the tenant's RoleBinding copied to the child")
     tenant = Tenant(scene, user, root, child)
-    scene.wait(lambda: tenant.run("ns", "describe", child).returncode == 0, "RBAC to apply")
+    # Listing the root's SubNamespaces needs the roles aggregated into admin, which a real
+    # cluster's controller-manager does in its own time.
+    drawn = f"{root}\n└── {child}\n"
+    scene.wait(lambda: tenant.run("list", root).stdout == drawn, "the tenant's rights to apply")
     return tenant
 
 
