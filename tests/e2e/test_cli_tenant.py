@@ -125,6 +125,11 @@ def limited(result: subprocess.CompletedProcess[str]) -> str:
 def test_a_tenant_creates_a_sub_namespace_and_sees_it_in_their_tree(tenant: Tenant) -> None:
     scene, root = tenant.scene, tenant.root
     name = scene.name("ok-api")
+    preview = succeeded(tenant.run("sub", "create", name, root, "--dry-run")).splitlines()
+    assert preview[0] == f"would create SubNamespace {root}/{name}"
+    assert f"  create namespace {name}" in preview
+    assert preview[-1] == "dry run: nothing was written"
+    assert scene.sub(root, name) is None
     assert succeeded(tenant.run("sub", "create", name, root)) == (
         f"created SubNamespace {root}/{name}; the controller will create namespace {name}\n"
     )
