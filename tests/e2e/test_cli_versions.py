@@ -122,19 +122,19 @@ def test_the_plugin_speaks_the_version_the_cluster_serves(
     install_subnamespace_roles(world.cluster, world.kube)
     name = world.cluster.unique("dev")
     as_tenant = ("--as", user)
-    assert succeeded(world.run("sub", "create", name, root, "--labels", "env=dev", *as_tenant)) == (
+    create = ("sub", "create", name, root, "--labels", "env=dev", *as_tenant)
+    wait_for(lambda: world.run(*create, "--dry-run").returncode == 0, 30, "the tenant's rights")
+    assert succeeded(world.run(*create)) == (
         f"created SubNamespace {root}/{name}; the controller will create namespace {name}\n"
     )
     stored = world.kube.get(subnamespaces.path(root, name, spoken))
     assert stored["apiVersion"] == subnamespaces.api_version(spoken)
     assert stored["spec"]["labels"] == {"env": "dev"}
     _made_by_the_controller(world, root, name)
+    drawn = f"{root}\n└── {name}\n"
+    wait_for(lambda: world.run("list", root, *as_tenant).stdout == drawn, 30, "the copied grant")
     listed = world.run("list", root, *as_tenant)
-    assert (listed.returncode, listed.stdout, listed.stderr) == (
-        0,
-        f"{root}\n└── {name}\n",
-        LIMITED_NOTE + "\n",
-    )
+    assert (listed.returncode, listed.stdout, listed.stderr) == (0, drawn, LIMITED_NOTE + "\n")
     described = world.run("ns", "describe", root, *as_tenant)
     assert described.returncode == 0, described.stderr
     assert field(described.stdout, "Children") == f"1 ({name})"
