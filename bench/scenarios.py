@@ -24,6 +24,7 @@ from accurate_testbed.processes import environment, free_port
 from bench import controller, population
 from bench.population import secrets_path
 from bench.report import Row, median, percentile, seconds
+from bench.startup import startup
 from bench.target import WRITE_VERBS, Target
 from bench.watching import watch_until
 from controller.options import DEFAULT_QPS
@@ -60,6 +61,7 @@ class Sizes:
     converge_namespaces: int = 2000
     converge_objects: int = 20000
     converge_sources: int = 200
+    startup_namespaces: int = 100
 
 
 QUICK = Sizes(
@@ -535,4 +537,5 @@ SCENARIOS: dict[str, Callable[[Target, Sizes], list[Row]]] = {
     "subnamespace": new_subnamespace,
     "steady": steady_state,
     "converge": converge,
+    "startup": startup,
 }

@@ -1,0 +1,186 @@
+"""Scenario 9, start-up (issue 18): how long ``kubectl-accurate`` takes to start, in both forms
+people install it, beside ``kubectl get ns -o name`` against the same small cluster.
+
+The forms: the console script pip installs (the one on PATH) and the release binary krew
+installs, built by ``krew/release.py build`` and unpacked from its archive as krew does. Each
+command runs straight, not through ``kubectl accurate``: kubectl's plugin dispatch costs every
+plugin the same. Warm runs follow each other with every file in the page cache; a cold run first
+evicts the files of the form it runs (its executable, its libraries, and for the console script
+the Python it runs on) from the page cache, as after a reboot or a long pause. Rounds are
+interleaved: each round runs every command of every form once, and kubectl once, cold or warm
+alike, so that a busy moment of the machine touches all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from accurate_testbed.processes import environment
+from bench import population
+from bench.report import Row, median, seconds
+from bench.target import Target
+from libaccurate import __version__
+
+if TYPE_CHECKING:  # bench.scenarios lists this scenario, so it cannot be imported at run time
+    from bench.scenarios import Sizes
+
+ROOT = Path(__file__).resolve().parents[1]
+RELEASE = ROOT / "krew" / "release.py"
+KUBECTL_ARGS = ("get", "ns", "-o", "name")
+KUBECTL_FIGURE = " ".join(KUBECTL_ARGS)
+COMMANDS = (("--version",), ("--help",), ("list",))
+QUICK_LIMIT = 0.1  # seconds: --help, --version and completion must feel instant
+LIST_RATIO = 1.2
+NAMESPACES_PER_ROOT = 50
+
+
+@dataclass
+class Form:
+    """One way of starting a program: its command lines by figure name, the files it reads,
+    and the times each command line took, warm and cold."""
+
+    name: str
+    commands: Mapping[str, tuple[str, ...]]
+    files: Sequence[Path]
+    warm: dict[str, list[float]] = field(default_factory=dict)
+    cold: dict[str, list[float]] = field(default_factory=dict)
+
+
+def plugin(name: str, executable: Path, files: Sequence[Path]) -> Form:
+    commands = {" ".join(args): (str(executable), *args) for args in COMMANDS}
+    return Form(name, commands, files)
+
+
+def _run(command: Sequence[str], env: dict[str, str]) -> float:
+    """Wall time of one run; a failure stops the scenario, since its times would mean nothing."""
+    started = time.perf_counter()
+    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed: {result.stderr}")
+    return elapsed
+
+
+def _files_under(paths: Sequence[Path]) -> Iterator[Path]:
+    for path in paths:
+        if path.is_file():
+            yield path
+        elif path.is_dir():
+            yield from (p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def evict(paths: Sequence[Path]) -> None:
+    """Drop these files' pages from the page cache (only clean pages go: nothing is lost, and
+    no privilege is needed), so that the next run reads them from disk."""
+    for path in _files_under(paths):
+        try:
+            descriptor = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(descriptor)
+
+
+def console_script() -> Form:
+    """The pip-installed entry point with the Python, standard library and packages it loads."""
+    found = shutil.which("kubectl-accurate", path=environment()["PATH"])
+    if found is None:
+        raise RuntimeError("no kubectl-accurate on PATH: install the project first")
+    libraries = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib")}
+    packages = [ROOT / name for name in ("kubectl_accurate", "libaccurate")]
+    files = [Path(found), Path(sys.executable).resolve(), *map(Path, libraries), *packages]
+    return plugin("console script", Path(found), files)
+
+
+def release_binary(work: Path) -> Form:
+    """The binary of this machine's release archive, unpacked as krew unpacks it."""
+    dist = work / "dist"
+    subprocess.run(
+        [sys.executable, str(RELEASE), "build", "--tag", f"v{__version__}", "--dist", str(dist)],
+        check=True,
+        capture_output=True,
+    )
+    (archive,) = dist.glob("*.tar.gz")
+    installed = work / "installed"
+    with tarfile.open(archive) as tar:
+        tar.extractall(installed, filter="data")
+    return plugin("release binary", installed / "kubectl-accurate", [installed])
+
+
+def _round(forms: Sequence[Form], env: dict[str, str], cold: bool) -> None:
+    """Every command of every form once."""
+    for form in forms:
+        for figure, command in form.commands.items():
+            if cold:
+                evict(form.files)
+            times = form.cold if cold else form.warm
+            times.setdefault(figure, []).append(_run(command, env))
+
+
+def _rows(name: str, form: Form, kubectl: Form) -> list[Row]:
+    rows = []
+    for state, times, reference in (
+        ("warm", form.warm, kubectl.warm[KUBECTL_FIGURE]),
+        ("cold", form.cold, kubectl.cold[KUBECTL_FIGURE]),
+    ):
+        for figure, samples in times.items():
+            taken = median(samples)
+            label = f"{form.name}: {figure}, {state} (median)"
+            judged = state == "warm" and form is not kubectl
+            if figure != "list":
+                limit = judged and figure != KUBECTL_FIGURE
+                rows.append(
+                    Row(
+                        name,
+                        label,
+                        seconds(taken),
+                        "< 100 ms" if limit else "",
+                        taken < QUICK_LIMIT if limit else None,
+                    )
+                )
+                continue
+            ratio = taken / median(reference)
+            rows += [
+                Row(name, label, seconds(taken)),
+                Row(
+                    name,
+                    f"{form.name}: list / kubectl get ns, {state}",
+                    f"{ratio:.2f}",
+                    f"<= {LIST_RATIO}" if judged else "",
+                    ratio <= LIST_RATIO if judged else None,
+                ),
+            ]
+    return rows
+
+
+def startup(target: Target, sizes: Sizes) -> list[Row]:
+    """9: start-up of both install forms beside kubectl, warm and cold."""
+    target.fresh()
+    size = sizes.startup_namespaces
+    population.forest(target, max(1, size // NAMESPACES_PER_ROOT), size)
+    with tempfile.TemporaryDirectory(prefix="accurate-bench-startup-") as work:
+        env = environment(KUBECONFIG=str(target.kubeconfig), KUBECACHEDIR=f"{work}/cache")
+        found = Path(shutil.which("kubectl", path=env["PATH"]) or "kubectl")
+        kubectl = Form("kubectl", {KUBECTL_FIGURE: (str(found), *KUBECTL_ARGS)}, [found])
+        forms = [kubectl, console_script(), release_binary(Path(work))]
+        for form in forms:  # discovery cached and every file read once, as on a user's machine
+            for command in form.commands.values():
+                _run(command, env)
+        for _ in range(sizes.runs):
+            _round(forms, env, cold=False)
+            _round(forms, env, cold=True)
+    name = f"9 start-up, {size} ns"
+    return [row for form in forms for row in _rows(name, form, kubectl)]
