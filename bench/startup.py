@@ -173,6 +173,9 @@ def startup(target: Target, sizes: Sizes) -> list[Row]:
     population.forest(target, max(1, size // NAMESPACES_PER_ROOT), size)
     with tempfile.TemporaryDirectory(prefix="accurate-bench-startup-") as work:
         env = environment(KUBECONFIG=str(target.kubeconfig), KUBECACHEDIR=f"{work}/cache")
+        # pip compiles an installed package once; without .pyc files every run would compile
+        # the plugin's modules again, which no user's machine does.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         found = Path(shutil.which("kubectl", path=env["PATH"]) or "kubectl")
         kubectl = Form("kubectl", {KUBECTL_FIGURE: (str(found), *KUBECTL_ARGS)}, [found])
         forms = [kubectl, console_script(), release_binary(Path(work))]

@@ -13,14 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubectl_accurate.arguments import NO_TYPE
 from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.output import metadata_text
 from libaccurate import subnamespaces
-from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE, TYPE_ROOT, TYPE_TEMPLATE
+from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE, TYPE_ROOT
 
 Obj = Mapping[str, Any]
-NO_TYPE = "none"
-TYPES = (TYPE_ROOT, TYPE_TEMPLATE, NO_TYPE)
 
 
 class Refused(Exception):

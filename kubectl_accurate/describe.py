@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_accurate.changes import NO_TYPE
+from kubectl_accurate.arguments import NO_TYPE
 from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.output import CliError, Printer, shorten
 from kubectl_accurate.watched import Watched

@@ -5,36 +5,47 @@ SubNamespace or two), asks ``changes`` what to write, and hands that to ``writes
 themselves live in libaccurate. Errors print as ``error: ...`` on stderr with exit code 1;
 usage errors exit 2. ``-h``/``--help`` and ``help [COMMAND]`` work everywhere, as in kubectl.
 
-The modules only some commands need (``describe``, ``preview``, ``watched``, ``writes``) are
-imported inside those commands: ``list``, the command people run most, then starts without
-loading the planner and the write machinery.
+Start-up time is most of what a user waits for on a small cluster (issue 18), so this module
+loads only click and the light modules that describe the command line (``arguments``,
+``flags``, ``output``, ``completion``): ``--help``, ``--version`` and ``completion`` never load
+YAML, TLS, HTTP or the plugin's rules. A command imports what it works with inside its body,
+and only that: ``list`` loads neither the planner nor the write machinery. A new command
+follows the same rule; a command kept in a module of its own is imported by its command
+function here, not at the top. ``tests/unit/test_startup_imports.py`` holds the budget.
 """
 
 from __future__ import annotations
 
-import csv
+import sys
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from click.shell_completion import CompletionItem
 
-from kubectl_accurate import changes, trees
-from kubectl_accurate.changes import Change, Refused
+from kubectl_accurate.arguments import TYPES
 from kubectl_accurate.completion import SHELLS, completion_script
 from kubectl_accurate.flags import GENERIC_FLAGS_NOTE, cache_dir, connect, generic_flags
-from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.output import OUTPUT_FORMATS, CliError, Printer
-from kubectl_accurate.reads import LIMITED_NOTE, read_namespaces
-from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from libaccurate import __version__
-from libaccurate.conversion import ConversionError
-from libaccurate.kube import KubeError
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
+    from kubectl_accurate.changes import Change
+    from kubectl_accurate.namespaces import Namespaces
+    from kubectl_accurate.subnamespace_api import SubNamespaceApi
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROG = "kubectl accurate"
 COMPLETE_VAR = "_KUBECTL_ACCURATE_COMPLETE"
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
+# The plugin's own failures, by module and class. A module never imported cannot have raised
+# its error, so telling them apart needs no import (and a --help run loads none of them).
+FAILURES = (
+    ("kubectl_accurate.changes", "Refused"),
+    ("libaccurate.kubeconfig", "KubeError"),
+    ("libaccurate.conversion", "ConversionError"),
+)
 
 
 class Group(click.Group):
@@ -55,14 +66,30 @@ class Root(Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (Refused, KubeError, ConversionError) as error:
-            raise CliError(str(error)) from error
+        except Exception as error:
+            if _is_failure(error):
+                raise CliError(str(error)) from error
+            raise
+
+
+def _is_failure(error: Exception) -> bool:
+    loaded = (sys.modules.get(module) for module, _ in FAILURES)
+    return any(
+        isinstance(error, getattr(module, name))
+        for module, (_, name) in zip(loaded, FAILURES, strict=True)
+        if module is not None
+    )
 
 
 def _complete_namespaces(
     ctx: click.Context, param: click.Parameter, incomplete: str
 ) -> list[CompletionItem]:
     """Namespace names for shell completion, using the flags typed so far."""
+    from click.shell_completion import CompletionItem
+
+    from kubectl_accurate.reads import read_namespaces
+    from libaccurate.kube import KubeError
+
     try:
         api = _api(ctx)
         names = read_namespaces(api.kube, api, [None], below=True).by_name
@@ -122,11 +149,15 @@ def command(group: click.Group, name: str, *examples: str) -> Callable[[F], F]:
 
 
 def _api(ctx: click.Context) -> SubNamespaceApi:
+    from kubectl_accurate.subnamespace_api import SubNamespaceApi
+
     return SubNamespaceApi(connect(ctx), cache_dir(ctx))
 
 
 def _view(ctx: click.Context, names: list[str | None], below: bool) -> Namespaces:
     """The namespaces a reading command shows; a partial view says so on stderr."""
+    from kubectl_accurate.reads import LIMITED_NOTE, read_namespaces
+
     api = _api(ctx)
     namespaces = read_namespaces(api.kube, api, names, below)
     if not namespaces.complete:
@@ -235,6 +266,8 @@ def _tops(
 def _show_trees(
     tops: tuple[str, ...], step: Callable[[str], tuple[str, ...]], key: str, output: str | None
 ) -> None:
+    from kubectl_accurate import trees
+
     grown = [trees.grow(top, step) for top in tops]
     printer = Printer()
     if output:
@@ -284,6 +317,7 @@ def _run(
     """Read the namespaces (those in ``names`` at least), work out the change, then carry it
     out (or preview it)."""
     from kubectl_accurate import preview
+    from kubectl_accurate.reads import read_namespaces
     from kubectl_accurate.watched import find_watched
     from kubectl_accurate.writes import carry_out
 
@@ -302,12 +336,14 @@ def _run(
 
 @command(namespace, "set-type", "ns set-type team-a root")
 @namespace_argument("name", "NS")
-@click.argument("kind", metavar="root|template|none", type=click.Choice(changes.TYPES))
+@click.argument("kind", metavar="root|template|none", type=click.Choice(TYPES))
 @write_options
 def set_type(
     ctx: click.Context, name: str, kind: str, dry_run: bool, accurate_namespace: str
 ) -> None:
     """Make NS a root or a template namespace, or remove its type with "none"."""
+    from kubectl_accurate import changes
+
     _run(ctx, [name], lambda _, ns: changes.set_type(ns, name, kind), dry_run, accurate_namespace)
 
 
@@ -323,6 +359,8 @@ def set_template(
     NS must be a root or an independent namespace; the controller then copies TEMPLATE's
     inherited labels, annotations and propagated objects into it.
     """
+    from kubectl_accurate import changes
+
     _run(
         ctx,
         [name, template_name],
@@ -337,11 +375,15 @@ def set_template(
 @write_options
 def unset_template(ctx: click.Context, name: str, dry_run: bool, accurate_namespace: str) -> None:
     """Stop NS from using its template; copies in update mode will be deleted."""
+    from kubectl_accurate import changes
+
     _run(ctx, [name], lambda _, ns: changes.unset_template(ns, name), dry_run, accurate_namespace)
 
 
 def _pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
     """``k=v,k2=v2`` (repeatable), read like the Go plugin's string-to-string flags."""
+    import csv
+
     result = {}
     for value in values:
         for item in next(csv.reader([value])) if value else ():
@@ -388,6 +430,7 @@ def create_sub(
     PARENT must be a root or a sub-namespace, and no namespace NAME may exist yet. What you
     may not read is not checked here; the API server and the webhook still judge it.
     """
+    from kubectl_accurate import changes
 
     def build(_: SubNamespaceApi, namespaces: Namespaces) -> Change:
         return changes.create_sub(namespaces, name, parent, labels, annotations)
@@ -400,6 +443,7 @@ def create_sub(
 @write_options
 def delete_sub(ctx: click.Context, name: str, dry_run: bool, accurate_namespace: str) -> None:
     """Delete the SubNamespace of sub-namespace NAME; the controller then deletes namespace NAME."""
+    from kubectl_accurate import changes
 
     def build(api: SubNamespaceApi, namespaces: Namespaces) -> Change:
         found = namespaces.get(name)
@@ -438,6 +482,7 @@ def move_sub(
     the old parent is deleted (unless --leave-original) and one is created in NEW_PARENT with
     the same spec.
     """
+    from kubectl_accurate import changes
 
     def build(api: SubNamespaceApi, namespaces: Namespaces) -> Change:
         found = namespaces.get(name)
@@ -461,6 +506,7 @@ def graft_sub(
     NS loses its type (root or template) and its template, and a SubNamespace for it is
     created in PARENT. A root keeps its sub-namespaces: the whole tree moves under PARENT.
     """
+    from kubectl_accurate import changes
 
     def build(api: SubNamespaceApi, namespaces: Namespaces) -> Change:
         taken = api.get(parent, name) is not None
@@ -478,6 +524,7 @@ def cut_sub(ctx: click.Context, name: str, dry_run: bool, accurate_namespace: st
     The SubNamespace in the old parent is deleted; copies in update mode that came from the
     old parent are then deleted by the controller.
     """
+    from kubectl_accurate import changes
 
     def build(api: SubNamespaceApi, namespaces: Namespaces) -> Change:
         found = namespaces.get(name)

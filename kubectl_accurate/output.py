@@ -7,14 +7,12 @@ used only when standard output is a terminal, ``NO_COLOR`` is unset and ``TERM``
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, TextIO
 
 import click
-import yaml
 
 # A piece of a line: plain text, or text with a rich style name used only on a terminal.
 Span = str | tuple[str, str]
@@ -61,10 +59,15 @@ class Printer:
             self.line(indent + cells(row))
 
     def data(self, value: Any, output: str) -> None:
-        """Machine-readable output: JSON with two-space indents, or block-style YAML."""
+        """Machine-readable output: JSON with two-space indents, or block-style YAML. Each is
+        imported only when asked for: the text output, which most runs print, needs neither."""
         if output == "json":
+            import json
+
             click.echo(json.dumps(value, indent=2), self.stream)
         else:
+            import yaml
+
             click.echo(yaml.safe_dump(value, sort_keys=False).rstrip("\n"), self.stream)
 
 
