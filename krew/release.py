@@ -2,7 +2,10 @@
 
 ``build`` freezes ``kubectl-accurate`` for the machine it runs on (PyInstaller cannot
 cross-compile, so CI runs it once per platform) and packs
-``kubectl-accurate_<tag>_<os>_<arch>.tar.gz`` with the binary and LICENSE at the archive root.
+``kubectl-accurate_<tag>_<os>_<arch>.tar.gz`` with the binary, the ``_internal`` folder beside it
+and LICENSE at the archive root. The binary is PyInstaller's one-folder kind: a one-file binary
+unpacks its whole Python into a temporary folder on every run, which cost each command about
+0.2 s (bench scenario 9, bench/RESULTS.md); a folder krew unpacks once starts at once.
 ``manifest`` then takes the archives of every platform, writes ``checksums.txt`` and renders
 the krew manifest ``krew/accurate.yaml`` from ``krew/accurate.template.yaml``.
 
@@ -18,6 +21,7 @@ import argparse
 import gzip
 import hashlib
 import io
+import os
 import platform
 import re
 import subprocess
@@ -36,6 +40,8 @@ LAUNCHER = ROOT / "krew" / "launcher.py"
 TEMPLATE = ROOT / "krew" / "accurate.template.yaml"
 LICENSE = ROOT / "LICENSE"
 PROGRAM = "kubectl-accurate"
+# Where a one-folder binary finds its Python, beside it; krew installs it with the binary.
+CONTENTS = "_internal"
 CHECKSUMS = "checksums.txt"
 MANIFEST = "accurate.yaml"
 # krew wants a "v"-prefixed semantic version (it rejects the manifest otherwise).
@@ -126,12 +132,13 @@ def check_tag(tag: str) -> str:
 
 
 def freeze(work: Path) -> Path:
-    """Run PyInstaller in ``work`` and return the single-file binary it made."""
+    """Run PyInstaller in ``work`` and return the folder it made: the binary and CONTENTS."""
     command = [
         sys.executable,
         "-m",
         "PyInstaller",
-        "--onefile",
+        "--onedir",
+        f"--contents-directory={CONTENTS}",
         "--noconfirm",
         "--log-level=WARN",
         f"--name={PROGRAM}",
@@ -147,28 +154,39 @@ def freeze(work: Path) -> Path:
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise ReleaseError(f"PyInstaller failed (exit {result.returncode}):\n{result.stderr}")
-    built = work / "dist" / host_platform().binary
-    if not built.is_file():
-        raise ReleaseError(f"PyInstaller made no {built.name}")
-    return built
+    folder = work / "dist" / PROGRAM
+    for needed in (folder / host_platform().binary, folder / CONTENTS):
+        if not needed.exists():
+            raise ReleaseError(f"PyInstaller made no {needed.name}")
+    return folder
 
 
-def _tar_member(name: str, data: bytes, mode: int) -> tuple[tarfile.TarInfo, io.BytesIO]:
-    """A member owned by root with a fixed time, so the same inputs give the same archive."""
+def _tar_member(name: str, path: Path) -> tuple[tarfile.TarInfo, io.BytesIO | None]:
+    """``path`` as member ``name``, owned by root with a fixed time and a mode that says only
+    whether it runs, so the same inputs give the same archive. Links stay links."""
     info = tarfile.TarInfo(name)
-    info.size = len(data)
-    info.mode = mode
     info.uname = info.gname = "root"
+    if path.is_symlink():
+        info.type, info.linkname = tarfile.SYMTYPE, os.readlink(path)
+        return info, None
+    if path.is_dir():
+        info.type, info.mode = tarfile.DIRTYPE, 0o755
+        return info, None
+    data = path.read_bytes()
+    info.size = len(data)
+    info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
     return info, io.BytesIO(data)
 
 
-def pack(binary: Path, target: Platform, tag: str, dist: Path) -> Path:
-    """Write the release archive: the binary (executable) and LICENSE at the root."""
+def pack(folder: Path, target: Platform, tag: str, dist: Path) -> Path:
+    """Write the release archive: the frozen folder's binary and CONTENTS, and LICENSE, at
+    the root, in a fixed order."""
     dist.mkdir(parents=True, exist_ok=True)
     archive = dist / target.archive(tag)
+    paths = sorted(folder.rglob("*"))
     members = [
-        _tar_member(target.binary, binary.read_bytes(), 0o755),
-        _tar_member(LICENSE.name, LICENSE.read_bytes(), 0o644),
+        *(_tar_member(path.relative_to(folder).as_posix(), path) for path in paths),
+        _tar_member(LICENSE.name, LICENSE),
     ]
     partial = archive.with_name(archive.name + ".partial")
     with (
@@ -220,6 +238,7 @@ def render_manifest(tag: str, base_url: str, sums: dict[Platform, str]) -> dict[
             "bin": target.binary,
             "files": [
                 {"from": target.binary, "to": "."},
+                {"from": CONTENTS, "to": "."},
                 {"from": LICENSE.name, "to": "."},
             ],
         }

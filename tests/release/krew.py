@@ -77,8 +77,13 @@ def stand_in_archives(dist: Path, real: tuple[str, str] | None = None) -> None:
     dist.mkdir(exist_ok=True)
     for os_name, arch in sorted(PLATFORMS - {real}):
         binary = "kubectl-accurate.exe" if os_name == "windows" else "kubectl-accurate"
+        members = (
+            (binary, f"{os_name}/{arch}".encode()),
+            ("_internal/base_library.zip", b"python"),
+            ("LICENSE", b"license"),
+        )
         with tarfile.open(dist / archive_name(os_name, arch), "w:gz") as tar:
-            for name, data in ((binary, f"{os_name}/{arch}".encode()), ("LICENSE", b"license")):
+            for name, data in members:
                 info = tarfile.TarInfo(name)
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
@@ -108,7 +113,11 @@ def check_manifest(path: Path, dist: Path, base_url: str) -> dict[str, Any]:
         assert entry["sha256"] == sums[name] == sha256_of(dist / name)
         binary = "kubectl-accurate.exe" if labels["os"] == "windows" else "kubectl-accurate"
         assert entry["bin"] == binary
-        assert entry["files"] == [{"from": binary, "to": "."}, {"from": "LICENSE", "to": "."}]
+        assert entry["files"] == [
+            {"from": binary, "to": "."},
+            {"from": "_internal", "to": "."},
+            {"from": "LICENSE", "to": "."},
+        ]
     assert seen == PLATFORMS and len(spec["platforms"]) == len(PLATFORMS)
     return manifest
 

@@ -78,11 +78,13 @@ def kubectl_accurate(path: str, *args: str, kubeconfig: Path | None = None) -> A
     )
 
 
-def test_archive_holds_the_binary_and_license_at_its_root(dist: Path) -> None:
+def test_archive_holds_the_binary_its_python_and_license_at_its_root(dist: Path) -> None:
     with tarfile.open(dist / archive_name(*host())) as tar:
         members = {member.name: member for member in tar.getmembers()}
     binary = "kubectl-accurate.exe" if host()[0] == "windows" else "kubectl-accurate"
-    assert set(members) == {binary, "LICENSE"}
+    assert {name.split("/")[0] for name in members} == {binary, "_internal", "LICENSE"}
+    assert members["_internal"].isdir()
+    assert any(name.startswith("_internal/libpython") for name in members)
     assert members[binary].mode & 0o111 and members[binary].isfile()
     assert members["LICENSE"].size == (Path(__file__).parents[2] / "LICENSE").stat().st_size
 
