@@ -1,26 +1,56 @@
-"""What ``kubectl accurate list`` loads to start (issue 8): a promise about start-up checked in the
-interpreter's own import log, never with a stopwatch.
+"""What ``kubectl accurate`` loads to start (issues 8 and 18): promises about start-up checked in
+the interpreter's own import log, never with a stopwatch.
 
-With a kubeconfig of static credentials, ``list`` must not import the ``kubernetes`` package
-(a quarter of a second of generated client), nor rich when its output is not a terminal, nor
-the modules only describe and the write commands use.
+``--help``, ``--version``, ``help`` and ``completion`` only parse a command line, so they load
+click and the plugin's command-line modules and nothing else: no YAML, JSON, TLS, HTTP, colour
+or rules. With a kubeconfig of static credentials, ``list`` must not import the ``kubernetes``
+package (a quarter of a second of generated client), nor rich when its output is not a
+terminal, nor the modules only describe and the write commands use.
 """
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from accurate_testbed.cluster import Cluster
-from tests.e2e.cli import World
+from tests.e2e.cli import World, run_plugin
 
 NOT_FOR_LIST = (
     "kubernetes",
     "rich",
+    "kubectl_accurate.changes",
     "kubectl_accurate.describe",
     "kubectl_accurate.preview",
     "kubectl_accurate.writes",
     "libaccurate.planner",
 )
+# All of the project a run that only parses its command line may load: the command tree and the
+# modules that describe it. A new command imports its own modules inside its function.
+COMMAND_LINE = {
+    "kubectl_accurate",
+    "kubectl_accurate.main",
+    "kubectl_accurate.arguments",
+    "kubectl_accurate.completion",
+    "kubectl_accurate.flags",
+    "kubectl_accurate.output",
+    "libaccurate",
+    "libaccurate.constants",
+}
+# Stacks such a run has no use for, by top-level package.
+NOT_FOR_PARSING = (
+    "yaml",
+    "json",
+    "ssl",
+    "_ssl",
+    "socket",
+    "http",
+    "email",
+    "urllib3",
+    "rich",
+    "kubernetes",
+)
+COMPLETE = "_KUBECTL_ACCURATE_COMPLETE"
 
 
 def imported(log: str) -> set[str]:
@@ -56,3 +86,32 @@ def test_list_starts_without_the_kubernetes_package_and_what_only_other_commands
     if not uses_static_credentials(cluster):
         forbidden.remove("kubernetes")
     assert {m for m in modules if m in forbidden or m.split(".")[0] in forbidden} == set()
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "shown"),
+    [
+        (("--version",), {}, "kubectl-accurate "),
+        (("--help",), {}, "Usage: kubectl accurate [OPTIONS] COMMAND"),
+        (("sub", "create", "-h"), {}, "Usage: kubectl accurate sub create"),
+        (("help", "ns", "set-type"), {}, "Usage: kubectl accurate ns set-type"),
+        (("completion", "bash"), {}, "_KUBECTL_ACCURATE_COMPLETE=bash_complete"),
+        (("completion", "powershell"), {}, "Register-ArgumentCompleter"),
+        (
+            (),
+            {COMPLETE: "bash_complete", "COMP_WORDS": "kubectl-accurate su", "COMP_CWORD": "1"},
+            "plain,sub",
+        ),
+    ],
+)
+def test_help_version_and_completion_load_only_the_command_line(
+    args: tuple[str, ...], env: dict[str, str], shown: str
+) -> None:
+    result = run_plugin(*args, kubeconfig=None, direct=True, PYTHONPROFILEIMPORTTIME="1", **env)
+    assert result.returncode == 0, result.stderr
+    assert shown in result.stdout
+    modules = imported(result.stderr)
+    assert "click" in modules and "kubectl_accurate.main" in modules  # the log is real
+    project = {m for m in modules if m.split(".")[0] in ("kubectl_accurate", "libaccurate")}
+    assert project - COMMAND_LINE == set()
+    assert {m for m in modules if m.split(".")[0] in NOT_FOR_PARSING} == set()
