@@ -76,8 +76,13 @@ class Hnc:
         self.anchors: list[Obj] = []
         self.quotas: list[Obj] = []
 
-    def namespace(self, name: str, labels: dict[str, str] | None = None, **annotations: str) -> str:
-        self.world.add_namespace(name, labels, annotations or None)
+    def namespace(
+        self,
+        name: str,
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+    ) -> str:
+        self.world.add_namespace(name, labels, annotations)
         return name
 
     def full(self, name: str, parent: str, **spec: Any) -> str:
@@ -94,7 +99,7 @@ class Hnc:
 
     def sub(self, name: str, parent: str, labels: dict[str, str] | None = None) -> str:
         """A subnamespace made through an anchor in ``parent``."""
-        self.namespace(name, **{ANNOTATION_SUBNAMESPACE_OF: parent})
+        self.namespace(name, annotations={ANNOTATION_SUBNAMESPACE_OF: parent})
         self.hierarchy(name, parent)
         self.anchor(parent, name, labels)
         return name
@@ -278,7 +283,7 @@ def test_a_copy_whose_source_is_gone_is_left_as_it_is() -> None:
 def test_two_parents_in_flight_keep_the_namespace_and_its_subtree_out() -> None:
     hnc = team()
     hnc.namespace("other")
-    hnc.namespace("split", **{ANNOTATION_SUBNAMESPACE_OF: "other"})
+    hnc.namespace("split", annotations={ANNOTATION_SUBNAMESPACE_OF: "other"})
     hnc.hierarchy("split", "dev")
     hnc.full("below-split", "split")
     plan = hnc.plan()
@@ -313,7 +318,7 @@ def test_cycles_and_missing_parents_are_reported() -> None:
 def test_anchors_in_conflict_or_missing_are_reported_and_pending_ones_carried_over() -> None:
     hnc = team()
     hnc.anchor("dev", "dev-tools")
-    hnc.namespace("orphan-sub", **{ANNOTATION_SUBNAMESPACE_OF: "team"})
+    hnc.namespace("orphan-sub", annotations={ANNOTATION_SUBNAMESPACE_OF: "team"})
     hnc.anchor("dev", "not-yet")
     plan = hnc.plan()
 
