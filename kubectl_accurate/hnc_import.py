@@ -245,7 +245,7 @@ def _retire_steps(outcome: Outcome, hnc_namespace: str) -> list[str]:
             f"Stop HNC's controller (kubectl -n {hnc_namespace} delete deployment --all): "
             "from then on nothing deletes a namespace when its anchor goes."
         )
-    if not outcome.applied:
+    if outcome.writes and not outcome.applied:
         before.append("Run kubectl accurate import-hnc --apply.")
     anchors = "subnamespaceanchors.hnc.x-k8s.io"
     hierarchies = "hierarchyconfigurations.hnc.x-k8s.io"
