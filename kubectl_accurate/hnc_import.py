@@ -91,7 +91,8 @@ def _read(kube: Kube, hnc_namespace: str) -> tuple[HncSnapshot, Kinds, tuple[str
     def hnc(plural: str) -> list[Obj]:
         return _items(kube, resource_path(HNC_GROUP, HNC_VERSION, plural)) or []
 
-    if _items(kube, resource_path(HNC_GROUP, HNC_VERSION, "hierarchyconfigurations")) is None:
+    hierarchies = _items(kube, resource_path(HNC_GROUP, HNC_VERSION, "hierarchyconfigurations"))
+    if hierarchies is None:
         raise CliError(
             f"the API server does not serve HNC's API ({HNC_GROUP}/{HNC_VERSION}): "
             "there is nothing to import"
@@ -102,7 +103,7 @@ def _read(kube: Kube, hnc_namespace: str) -> tuple[HncSnapshot, Kinds, tuple[str
     subnamespaces = _items(kube, resource_path(GROUP, STORAGE_VERSION, SUBNAMESPACE_PLURAL))
     snapshot = HncSnapshot(
         namespaces=list_namespaces(kube).items,
-        hierarchies=hnc("hierarchyconfigurations"),
+        hierarchies=hierarchies,
         anchors=hnc("subnamespaceanchors"),
         quotas=hnc("hierarchicalresourcequotas"),
         subnamespaces=subnamespaces or [],
