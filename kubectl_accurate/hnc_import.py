@@ -20,16 +20,11 @@ import yaml
 
 from kubectl_accurate.changes import CreateSubNamespace, LabelPatch, Refused
 from kubectl_accurate.output import CliError, Printer
-from kubectl_accurate.reads import list_namespaces
+from kubectl_accurate.reads import NAMESPACES
+from kubectl_accurate.subnamespace_api import NotServed, SubNamespaceApi
 from kubectl_accurate.writes import DRY_RUN, FIELD_MANAGER, review, send
-from libaccurate.constants import (
-    GROUP,
-    LABEL_PARENT,
-    LABEL_TYPE,
-    STORAGE_VERSION,
-    SUBNAMESPACE_PLURAL,
-    TYPE_ROOT,
-)
+from libaccurate import subnamespaces
+from libaccurate.constants import LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
 from libaccurate.forest import Forest
 from libaccurate.hnc import (
     HNC_CONFIG_NAME,
@@ -59,9 +54,11 @@ class Outcome:
     applied: bool
 
 
-def run(kube: Kube, printer: Printer, apply_: bool, output: str | None, hnc_namespace: str) -> None:
+def run(
+    api: SubNamespaceApi, printer: Printer, apply_: bool, output: str | None, hnc_namespace: str
+) -> None:
     """Read, plan, and (with ``apply_``) write; then print what was found and what comes next."""
-    snapshot, kinds, running, crd_served = _read(kube, hnc_namespace)
+    snapshot, kinds, running, crd_served = _read(api, hnc_namespace)
     plan = plan_import(snapshot, kinds)
     namespaces = {ns["metadata"]["name"]: ns for ns in snapshot.namespaces}
     writes = _writes(plan, namespaces)
@@ -76,7 +73,7 @@ def run(kube: Kube, printer: Printer, apply_: bool, output: str | None, hnc_name
                 "the SubNamespace CRD is not installed: install Accurate first. "
                 "Nothing was written."
             )
-        _carry_out(kube, writes, snapshot.namespaces)
+        _carry_out(api, writes, snapshot.namespaces)
     outcome = Outcome(plan, running, tuple(writes), apply_)
     if output:
         printer.data(_data(outcome, hnc_namespace), output)
@@ -87,7 +84,11 @@ def run(kube: Kube, printer: Printer, apply_: bool, output: str | None, hnc_name
 # Reading
 
 
-def _read(kube: Kube, hnc_namespace: str) -> tuple[HncSnapshot, Kinds, tuple[str, ...], bool]:
+def _read(
+    api: SubNamespaceApi, hnc_namespace: str
+) -> tuple[HncSnapshot, Kinds, tuple[str, ...], bool]:
+    kube = api.kube
+
     def hnc(plural: str) -> list[Obj]:
         return _items(kube, resource_path(HNC_GROUP, HNC_VERSION, plural)) or []
 
@@ -100,13 +101,13 @@ def _read(kube: Kube, hnc_namespace: str) -> tuple[HncSnapshot, Kinds, tuple[str
     config_path = resource_path(HNC_GROUP, HNC_VERSION, "hncconfigurations", None, HNC_CONFIG_NAME)
     hnc_config = _get(kube, config_path)
     kinds = propagated_kinds(hnc_config, kube.server_resources())
-    subnamespaces = _items(kube, resource_path(GROUP, STORAGE_VERSION, SUBNAMESPACE_PLURAL))
+    existing = _subnamespaces(api)
     snapshot = HncSnapshot(
-        namespaces=list_namespaces(kube).items,
+        namespaces=list(kube.list_objects(NAMESPACES).get("items") or []),
         hierarchies=hierarchies,
         anchors=hnc("subnamespaceanchors"),
         quotas=hnc("hierarchicalresourcequotas"),
-        subnamespaces=subnamespaces or [],
+        subnamespaces=existing or [],
         objects={
             kind: _items(kube, resource_path(kind.gvk.group, kind.gvk.version, kind.plural)) or []
             for kind in kinds.propagated
@@ -118,7 +119,17 @@ def _read(kube: Kube, hnc_namespace: str) -> tuple[HncSnapshot, Kinds, tuple[str
     ]
     deployments = _items(kube, resource_path("apps", "v1", "deployments", hnc_namespace)) or []
     running = hnc_still_running(webhooks, deployments)
-    return snapshot, kinds, running, subnamespaces is not None
+    return snapshot, kinds, running, existing is not None
+
+
+def _subnamespaces(api: SubNamespaceApi) -> list[Obj] | None:
+    """Every SubNamespace, as v2 objects; None when the cluster has no SubNamespace API."""
+    try:
+        version = api.version
+    except NotServed:
+        return None
+    listing = api.kube.list_objects(subnamespaces.path(None, None, version))
+    return [subnamespaces.read(item) for item in listing.get("items") or []]
 
 
 def _admission(plural: str) -> str:
@@ -166,7 +177,7 @@ def _writes(plan: Plan, namespaces: Mapping[str, Mapping[str, Any]]) -> list[Wri
 
 
 def _carry_out(
-    kube: Kube, writes: Sequence[Write], namespaces: Sequence[Mapping[str, Any]]
+    api: SubNamespaceApi, writes: Sequence[Write], namespaces: Sequence[Mapping[str, Any]]
 ) -> None:
     """Review every write on the cluster as it will be, dry-run those whose verdict does not
     hang on an earlier write, then write in order."""
@@ -175,16 +186,17 @@ def _carry_out(
     for write in writes:
         if isinstance(write, LabelPatch):
             after[write.name] = write.after()
-    review([w for w in writes if not isinstance(w, MarkObject)], Forest.build(list(after.values())))
+    judged = [write for write in writes if not isinstance(write, MarkObject)]
+    review(judged, (Forest.build(after.values()),))
     for write in writes:
         if _independent(write, now):
             try:
-                _send(kube, write, dry_run=True)
+                _send(api, write, dry_run=True)
             except ApiError as error:
                 raise CliError(f"{write.describe()}: {_explained(error)}") from error
     for index, write in enumerate(writes):
         try:
-            _send(kube, write, dry_run=False)
+            _send(api, write, dry_run=False)
         except ApiError as error:
             raise CliError(
                 f"{write.describe()}: {_explained(error)}\n  {index} of {len(writes)} writes "
@@ -206,16 +218,16 @@ def _independent(write: Write, now: Forest) -> bool:
     return node is not None and (node.is_root or node.parent is not None)
 
 
-def _send(kube: Kube, write: Write, dry_run: bool) -> None:
+def _send(api: SubNamespaceApi, write: Write, dry_run: bool) -> None:
     if not isinstance(write, MarkObject):
-        send(kube, write, dry_run)
+        send(api, write, dry_run)
         return
     gvk = write.kind.gvk
     path = resource_path(gvk.group, gvk.version, write.kind.plural, write.namespace, write.name)
     version = (write.obj.get("metadata") or {}).get("resourceVersion")
     body = {"metadata": {"resourceVersion": version, "annotations": dict(write.annotations)}}
     query = {"fieldManager": FIELD_MANAGER, **(DRY_RUN if dry_run else {})}
-    kube.patch(path, body, **query)
+    api.kube.patch(path, body, **query)
 
 
 def _explained(error: ApiError) -> str:
