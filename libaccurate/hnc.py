@@ -49,8 +49,6 @@ WEBHOOK_SUFFIX = ".hnc.x-k8s.io"
 
 MODE_PROPAGATE = "Propagate"
 MODE_ALLOW_PROPAGATE = "AllowPropagate"
-MODE_REMOVE = "Remove"
-MODE_IGNORE = "Ignore"
 RBAC_GROUP = "rbac.authorization.k8s.io"
 # HNC always propagates these, whatever its config says (its "enforced types").
 ENFORCED_RESOURCES = ((RBAC_GROUP, "roles"), (RBAC_GROUP, "rolebindings"))
@@ -226,18 +224,20 @@ class _Tree:
     reasons: dict[str, str] = field(default_factory=dict)
     carried: dict[str, list[str]] = field(default_factory=dict)
     roots: list[str] = field(default_factory=list)
+    _below: dict[str, list[str]] = field(default_factory=dict)
 
     def children(self, name: str) -> list[str]:
         return self.carried.get(name, [])
 
     def descendants(self, name: str) -> list[str]:
-        found: list[str] = []
-        pending = list(self.children(name))
-        while pending:
-            child = pending.pop(0)
-            found.append(child)
-            pending.extend(self.children(child))
-        return found
+        """Each after its parent; remembered, as every source in a namespace asks again."""
+        if name not in self._below:
+            found: list[str] = []
+            for child in self.children(name):
+                found.append(child)
+                found.extend(self.descendants(child))
+            self._below[name] = found
+        return self._below[name]
 
     def top_down(self) -> list[str]:
         order: list[str] = []
