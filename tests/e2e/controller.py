@@ -5,9 +5,10 @@ tests/conftest.py registers these fixtures for every test:
 
 - ``controllers``: starts controller processes (``start``) or runs one to its exit (``run``);
   every process still running is stopped with SIGTERM after the test;
-- ``scene``: namespaces and SubNamespaces with names unique to the test. On a real cluster its
-  cleanup removes everything the test made, also the namespaces the controller made, once the
-  controller is gone: it lets go of SubNamespace finalizers nobody would remove any more.
+- ``scene``: namespaces and SubNamespaces with names unique to the test, the namespaces with the
+  test's labels. The controllers started here pass those labels on to the namespaces they make
+  (their config's ``labelKeys`` gets them), so the run's webhooks serve those too and the end of
+  the test removes them with the rest (accurate_testbed.leftovers).
 
 The controller's log goes to a file; it is printed when the controller is stopped, so that a
 failing test shows it.
@@ -26,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
-from accurate_testbed.cluster import Cluster
+from accurate_testbed.cluster import SUITE_LABEL_KEYS, Cluster
 from accurate_testbed.objects import namespace_manifest
 from accurate_testbed.processes import Process, environment, launch
 from accurate_testbed.waiting import wait_for
@@ -36,8 +37,8 @@ from libaccurate.constants import (
     SUBNAMESPACE_PLURAL,
     TYPE_ROOT,
 )
-from libaccurate.forest import Forest
 from libaccurate.kube import ApiError, Kube, resource_path
+from tests.e2e.tally import CONTROLLERS, count
 from tests.e2e.webhooks import connect, kubectl
 
 SCRIPTS = Path(sys.executable).parent
@@ -95,7 +96,8 @@ class Controllers:
         flags = [*FAST, *(FAST_LEASE if lease_namespace else ("--no-leader-election",)), *extra]
         log = self.folder / f"controller-{len(self.started)}.log"
         env = environment(**({"POD_NAMESPACE": lease_namespace} if lease_namespace else {}))
-        running = launch(self.arguments(config), flags, log, env)
+        running = launch(self.arguments(passing_on_suite_labels(config)), flags, log, env)
+        count(CONTROLLERS)
         process = running.process
         self.started.append(running)
         if wait:
@@ -112,6 +114,7 @@ class Controllers:
         self, config: Mapping[str, Any] | str, *extra: str, env: Mapping[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
         """Run a controller expected to stop by itself (a startup failure)."""
+        count(CONTROLLERS)
         return subprocess.run(
             self.arguments(config, *extra),
             env=environment(**(env or {})),
@@ -122,10 +125,25 @@ class Controllers:
         )
 
     def stop_all(self) -> None:
+        """Stop every controller, after taking away the webhook configurations that may point
+        at one of them."""
+        self.cluster.withdraw_webhooks()
         for running in self.started:
             if running.process.poll() is None:
                 running.stop()
             print(f"--- {running.log.name} ---\n{running.output()}")
+
+
+def passing_on_suite_labels(config: Mapping[str, Any] | str) -> Mapping[str, Any] | str:
+    """``config`` with the test suite's labels among the ``labelKeys``, so the namespaces the
+    controller makes are the test's own too; a config that is no mapping is left as it is."""
+    document = yaml.safe_load(config) if isinstance(config, str) else dict(config)
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        return config
+    keys = list(document.get("labelKeys") or [])
+    return {**document, "labelKeys": [*keys, SUITE_LABEL_KEYS]}
 
 
 @pytest.fixture
@@ -148,7 +166,6 @@ class Scene:
         self.cluster = cluster
         self.kube: Kube = connect(cluster)
         self.suffix = uuid.uuid4().hex[:6]
-        cluster.on_cleanup(self._cleanup)
 
     def name(self, prefix: str) -> str:
         return f"{prefix}-{self.suffix}"
@@ -168,7 +185,8 @@ class Scene:
 
     def namespace(self, prefix: str, labels: Mapping[str, str] | None = None) -> str:
         name = self.name(prefix)
-        self.kubectl("apply", "-f", "-", stdin=namespace_manifest(name, labels))
+        manifest = namespace_manifest(name, self.cluster.own(labels))
+        self.kubectl("apply", "-f", "-", stdin=manifest)
         return name
 
     def root(self, prefix: str = "root", labels: Mapping[str, str] | None = None) -> str:
@@ -228,30 +246,6 @@ class Scene:
     def settle(self, parent: str, name: str) -> None:
         """Wait until SubNamespace ``parent/name`` is Ready."""
         self.wait(lambda: self.ready(parent, name), f"SubNamespace {parent}/{name} to be Ready")
-
-    def _cleanup(self) -> None:
-        """Delete every namespace of the test, deepest first, after letting go of the
-        finalizers of SubNamespaces in them (no controller runs any more)."""
-        mine = [
-            ns
-            for ns in self.kube.list_objects(NAMESPACES).get("items") or []
-            if ns["metadata"]["name"].endswith(f"-{self.suffix}")
-        ]
-        for ns in mine:
-            for sub in self.kube.list_objects(subnamespaces_path(ns["metadata"]["name"]))["items"]:
-                if sub["metadata"].get("finalizers"):
-                    path = subnamespaces_path(ns["metadata"]["name"], sub["metadata"]["name"])
-                    self.kube.patch(path, {"metadata": {"finalizers": None}})
-        for name in reversed(Forest.build(mine).top_down()):
-            try:
-                self.kube.delete(resource_path("", "v1", "namespaces", name=name))
-            except ApiError as error:
-                if not (error.not_found or error.code == 409):
-                    raise
-        paths = [resource_path("", "v1", "namespaces", name=ns["metadata"]["name"]) for ns in mine]
-        wait_for(
-            lambda: all(self.get(path) is None for path in paths), 120, "the test's namespaces"
-        )
 
 
 @pytest.fixture
