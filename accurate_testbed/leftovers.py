@@ -1,10 +1,12 @@
-"""Removing, by label, what test runs made on a cluster: webhook configurations and namespaces.
+"""Removing, by label, what test runs made on a cluster: webhook configurations, namespaces and
+the SubNamespace CRD when a run installed it.
 
 Order matters on a real cluster. Webhook configurations go first: one left pointing at a server
 that is gone fails every write it covers (failurePolicy Fail), deletions of its own namespaces
 included. Then SubNamespaces let go of their finalizers, since no controller may be left to
 remove them and their namespaces would stay Terminating for ever. Namespaces are deleted without
-waiting: the cluster's namespace controller empties and removes them in the background.
+waiting: the cluster's namespace controller empties and removes them in the background. The
+CRD goes last, with whatever SubNamespaces are left.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from accurate_testbed.manifests import CRDS
 from libaccurate.constants import FINALIZER, GROUP, SUBNAMESPACE_PLURAL
 from libaccurate.kube import ApiError, Kube, resource_path
 
@@ -22,10 +25,12 @@ WEBHOOK_CONFIGURATIONS = tuple(
 )
 
 
-def remove(kube: Kube, selector: str) -> list[str]:
-    """Remove the webhook configurations and namespaces ``selector`` matches; the namespaces."""
+def remove(kube: Kube, selector: str) -> None:
+    """Remove the webhook configurations, namespaces and CRDs ``selector`` matches."""
     remove_webhook_configurations(kube, selector)
-    return remove_namespaces(kube, selector)
+    remove_namespaces(kube, selector)
+    for item in kube.list_objects(CRDS, labelSelector=selector).get("items") or []:
+        _delete(kube, f"{CRDS}/{item['metadata']['name']}")
 
 
 def remove_webhook_configurations(kube: Kube, selector: str) -> None:
@@ -34,7 +39,7 @@ def remove_webhook_configurations(kube: Kube, selector: str) -> None:
             _delete(kube, f"{collection}/{item['metadata']['name']}")
 
 
-def remove_namespaces(kube: Kube, selector: str) -> list[str]:
+def remove_namespaces(kube: Kube, selector: str) -> None:
     """Delete the namespaces ``selector`` matches, after freeing the SubNamespaces in them."""
     names = [
         item["metadata"]["name"]
@@ -43,7 +48,6 @@ def remove_namespaces(kube: Kube, selector: str) -> list[str]:
     for name in names:
         _release_subnamespaces(kube, name)
         _delete(kube, f"{NAMESPACES}/{name}")
-    return names
 
 
 def _release_subnamespaces(kube: Kube, namespace: str) -> None:

@@ -112,18 +112,21 @@ def webhook_ca() -> trustme.CA:
 
 @pytest.fixture
 def subnamespace_crd(cluster: Cluster) -> None:
-    """Install the CRD from the manifests unless the cluster has it; wait until it is served."""
+    """Install the CRD from the manifests unless the cluster has it; wait until it is served.
+
+    One the run installs carries the run's label and stays until the run ends: removing it
+    after each test would take every SubNamespace with it, under the feet of a controller the
+    next test shares (accurate_testbed.leftovers removes it with the run's other leftovers).
+    """
     kube = connect(cluster)
-    try:
-        kube.get(f"{CRDS}/{SUBNAMESPACE_CRD_NAME}")
-    except ApiError as error:
-        if not error.not_found:
-            raise
+    path = f"{CRDS}/{SUBNAMESPACE_CRD_NAME}"
+    wait_for(lambda: not _being_deleted(kube, path), DELETION_TIMEOUT, "an earlier run's CRD")
+    if not _exists(kube, path):
         crd = subnamespace_crd_manifest()
+        crd["metadata"].setdefault("labels", {})[RUN_LABEL] = cluster.run
         # Only v2 is served, so no request needs conversion and the Service it names can
         # stay unreachable from here.
         kube.create(CRDS, crd)
-        cluster.on_cleanup(lambda: _delete(kube, f"{CRDS}/{SUBNAMESPACE_CRD_NAME}"))
     listing = resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL)
     wait_for(lambda: _exists(kube, listing), REGISTRATION_TIMEOUT, "the SubNamespace CRD")
 
@@ -219,6 +222,15 @@ def _exists(kube: Kube, path: str) -> bool:
             return False
         raise
     return True
+
+
+def _being_deleted(kube: Kube, path: str) -> bool:
+    try:
+        return bool(kube.get(path)["metadata"].get("deletionTimestamp"))
+    except ApiError as error:
+        if error.not_found:
+            return False
+        raise
 
 
 def _delete(kube: Kube, path: str) -> None:
