@@ -101,16 +101,6 @@ class Controllers:
         election only when ``lease_namespace`` is given; waits until it is ready."""
         if self.pool is not None:
             self.pool.stop()
-        return self.launch(config, *extra, lease_namespace=lease_namespace, wait=wait)
-
-    def launch(
-        self,
-        config: Mapping[str, Any] | str = "",
-        *extra: str,
-        lease_namespace: str | None = None,
-        wait: bool = True,
-    ) -> Process:
-        """``start`` without a look at the shared controller."""
         flags = [*FAST, *(FAST_LEASE if lease_namespace else ("--no-leader-election",)), *extra]
         log = self.folder / f"controller-{len(self.started)}.log"
         env = environment(**({"POD_NAMESPACE": lease_namespace} if lease_namespace else {}))
@@ -174,7 +164,7 @@ class SharedController:
         if self.running is None or self.config != config or not self._alive(self.running):
             self.stop()
             self.running = Controllers(cluster, self.folder)
-            self.running.launch(config)
+            self.running.start(config)
             self.config = config
         return self.running
 
