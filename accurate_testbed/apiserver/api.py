@@ -321,11 +321,10 @@ class Api:
             self._check_preconditions(resource, current, options.get("preconditions") or {})
             if admission:
                 self._admit_deletion(resource, current, caller)
-            if caller.dry_run:
-                return self.view(resource, current)
             if resource.kind == "Namespace":
-                return self._delete_namespace(resource, current)
-            return self._delete(resource, current, options.get("propagationPolicy"))
+                return self._delete_namespace(resource, current, caller.dry_run)
+            policy = options.get("propagationPolicy")
+            return self._delete(resource, current, policy, caller.dry_run)
 
         return _retrying(resource, name, attempt)
 
@@ -672,7 +671,7 @@ class Api:
                 )
                 raise errors.conflict(resource.group, resource.plural, meta["name"], why)
 
-    def _delete_namespace(self, resource: Resource, current: Obj) -> Obj:
+    def _delete_namespace(self, resource: Resource, current: Obj, dry_run: bool = False) -> Obj:
         if current["metadata"].get("deletionTimestamp"):
             name = current["metadata"]["name"]
             raise errors.conflict("", "namespaces", name, _NAMESPACE_TERMINATING_CONFLICT)
@@ -680,9 +679,18 @@ class Api:
         new["metadata"]["deletionTimestamp"] = now()
         new["metadata"]["deletionGracePeriodSeconds"] = 0
         new.setdefault("status", {})["phase"] = "Terminating"
+        if dry_run:
+            return self.view(resource, new)
         return self.view(resource, self._persist(resource, current, new))
 
-    def _delete(self, resource: Resource, current: Obj, policy: str | None) -> Obj:
+    def _delete(
+        self, resource: Resource, current: Obj, policy: str | None, dry_run: bool = False
+    ) -> Obj:
+        """Remove the object, or mark it deleting while finalizers hold it (markAsDeleting).
+
+        A dry run answers exactly what the real deletion would, and stores nothing: the
+        resourceVersion in the answer is the stored one.
+        """
         new = copy.deepcopy(current)
         meta = new["metadata"]
         finalizers = meta.setdefault("finalizers", [])
@@ -693,15 +701,21 @@ class Api:
             finalizers.append(CRD_CLEANUP_FINALIZER)
         if not finalizers:
             meta.pop("finalizers")
-            removed = self.store.remove(resource.group, resource.plural, current)
+            removed = (
+                current if dry_run else self.store.remove(resource.group, resource.plural, current)
+            )
             if resource.custom:
                 return self.view(resource, removed)
             return _success(resource, removed)
-        if not meta.get("deletionTimestamp"):
-            meta["deletionTimestamp"] = now()
-            meta["deletionGracePeriodSeconds"] = 0
-            return self.view(resource, self._persist(resource, current, new))
-        return self.view(resource, current)
+        if meta.get("deletionTimestamp"):
+            return self.view(resource, current)
+        if meta.get("generation"):
+            meta["generation"] += 1
+        meta["deletionTimestamp"] = now()
+        meta["deletionGracePeriodSeconds"] = 0
+        if dry_run:
+            return self.view(resource, new)
+        return self.view(resource, self._persist(resource, current, new))
 
     def _review(self, resource: Resource, review: Obj, caller: Caller) -> Obj:
         if self.reviewer is None:

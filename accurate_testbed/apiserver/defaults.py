@@ -1,15 +1,18 @@
-"""Defaults the real server fills into built-in objects, where the product compares objects.
+"""What the real server does to a built-in object on its way in: the defaults it fills in, and
+a Secret's write-only stringData folded into data.
 
 The controller must tell a user's change from a value the server added on its own (DESIGN.md
-4.3), so these defaults have to be present here exactly as a real cluster adds them; kinds not
-listed get none.
+4.3), so these have to happen here exactly as on a real cluster; kinds not listed get none.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
 
+from accurate_testbed.apiserver import errors
+from accurate_testbed.apiserver.errors import ApiError
 from accurate_testbed.apiserver.resources import ADMISSION, RBAC
 
 Obj = dict[str, Any]
@@ -25,7 +28,30 @@ def _namespace(obj: Obj) -> None:
 
 
 def _secret(obj: Obj) -> None:
+    """``stringData`` is write-only: decoding a Secret folds it into ``data`` (base64, over
+    any key already there), on every write, so it is never stored or served."""
+    string_data = obj.pop("stringData", None) or {}
+    if not isinstance(string_data, dict):
+        raise _undecodable(string_data, "map[string]string")
+    folded: dict[str, str] = {}
+    for key, value in string_data.items():
+        if not isinstance(value, str | None):
+            raise _undecodable(value, "string")
+        folded[key] = base64.b64encode((value or "").encode()).decode()
+    if folded:
+        obj["data"] = {**(obj.get("data") or {}), **folded}
     obj.setdefault("type", "Opaque")
+
+
+def _undecodable(value: Any, go_type: str) -> ApiError:
+    """The decoding error kube-apiserver answers for a stringData of the wrong JSON type."""
+    json_type = {dict: "object", list: "array", str: "string", bool: "bool"}.get(
+        type(value), "number"
+    )
+    return errors.bad_request(
+        'Secret in version "v1" cannot be handled as a Secret: json: cannot unmarshal '
+        f"{json_type} into Go struct field Secret.stringData of type {go_type}"
+    )
 
 
 def _binding(obj: Obj) -> None:

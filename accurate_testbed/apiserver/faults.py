@@ -36,6 +36,7 @@ class LoggedRequest:
     user_agent: str
     user: str
     groups: tuple[str, ...] = ()
+    dry_run: bool = False  # as the server reads it: a DELETE's body, when it has one
 
 
 @dataclass

@@ -52,6 +52,7 @@ from accurate_testbed.apiserver.termination import Termination
 from accurate_testbed.apiserver.watch import WatchOptions, stream
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+PANIC_TEXT = "This request caused apiserver to panic. Look in the logs for details.\n"
 
 
 class ApiServer:
@@ -264,6 +265,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self.headers.get("User-Agent", ""),
                     user["username"],
                     tuple(user.get("groups") or ()),
+                    self._dry_run(query),
                 )
             )
             self._inject_faults(path)
@@ -274,7 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._serve_resource(resource_path, attributes, query)
         except ApiError as error:
             self._body()
-            self._send_json(error.code, error.status)
+            self._send_error(error)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             self.close_connection = True
         except Exception as error:
@@ -318,9 +320,18 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(200, document)
         return None
 
-    def _send_text(self, text: str) -> None:
+    def _send_error(self, error: ApiError) -> None:
+        """The Status, with its code as the HTTP status. Go's net/http panics on a status
+        outside 100-999 (a webhook may set any code), and kube-apiserver's panic recovery then
+        answers a plain-text 500."""
+        if 100 <= error.code <= 999:
+            self._send_json(error.code, error.status)
+        else:
+            self._send_text(PANIC_TEXT, 500)
+
+    def _send_text(self, text: str, code: int = 200) -> None:
         data = text.encode()
-        self.send_response(200)
+        self.send_response(code)
         self.send_header("Content-Type", "text/plain; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -390,11 +401,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(201 if created else 200, patched)
         elif verb == "delete":
             assert where.name is not None
-            options = self._json_body()
-            if "propagationPolicy" in query:
-                options["propagationPolicy"] = query["propagationPolicy"]
-            if options.get("dryRun") == ["All"]:
-                caller = Caller(user, caller.user_agent, dry_run=True, warnings=self._warnings)
+            options = self._delete_options(query)
+            caller = replace(caller, dry_run=options.get("dryRun") == ["All"])
             self._send_json(200, api.delete(resource, namespace, where.name, options, caller))
         elif verb == "deletecollection":
             self._body()
@@ -408,6 +416,29 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, removed)
         else:
             raise errors.method_not_supported(resource.group, resource.plural, verb)
+
+    def _dry_run(self, query: dict[str, str]) -> bool:
+        """Whether a request asks for a dry run, read as the server will read it."""
+        if self.command != "DELETE":
+            return query.get("dryRun") == "All"
+        try:
+            return self._delete_options(query).get("dryRun") == ["All"]
+        except ApiError:
+            return False  # the request will be refused, never carried out
+
+    def _delete_options(self, query: dict[str, str]) -> dict[str, Any]:
+        """DeleteOptions come from the body when there is one, and then the query is ignored
+        (kube-apiserver's DeleteResource reads one or the other): ``?dryRun=All`` beside a body
+        deletes for real."""
+        if self._body():
+            options = self._json_body()
+            if not isinstance(options, dict):
+                raise errors.bad_request("the body of the request was not a JSON object")
+            return options
+        options = {key: query[key] for key in ("propagationPolicy",) if key in query}
+        if "dryRun" in query:
+            options["dryRun"] = [query["dryRun"]]
+        return options
 
     def _authorize_create_by_apply(self, resource: Resource, attributes: Attributes) -> None:
         """An apply that creates the object must also be allowed to ``create`` it."""

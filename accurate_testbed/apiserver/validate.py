@@ -113,7 +113,7 @@ def _immutable_data_issues(old: dict[str, Any], new: dict[str, Any]) -> list[Fie
     issues = []
     if not new.get("immutable"):
         issues.append(FieldError("immutable", None, _IMMUTABLE_DATA, "FieldValueForbidden"))
-    for field in ("data", "binaryData", "stringData"):
+    for field in ("data", "binaryData"):
         if (old.get(field) or {}) != (new.get(field) or {}):
             issues.append(FieldError(field, None, _IMMUTABLE_DATA, "FieldValueForbidden"))
     return issues

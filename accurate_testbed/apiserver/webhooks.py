@@ -71,7 +71,8 @@ class AdmissionDenied(ApiError):
 
     @classmethod
     def from_status(cls, status: dict[str, Any]) -> AdmissionDenied:
-        denied = cls(status["code"], status["reason"], status["message"], status.get("details"))
+        reason = status.get("reason", "")
+        denied = cls(status["code"], reason, status["message"], status.get("details"))
         denied.status = status
         return denied
 
@@ -436,7 +437,7 @@ def _call(webhook: Webhook, request: AdmissionRequest, warnings: list[str]) -> l
     response = _verify(uid, webhook.mutating, _post(webhook, _review(request, uid)))
     warnings.extend(response.get("warnings") or [])
     if not response.get("allowed"):
-        status = _rejection(webhook.name, response.get("status"), request)
+        status = _rejection(webhook.name, response.get("status"))
         raise AdmissionDenied.from_status(status)
     return _patch_operations(webhook, response, request) if webhook.mutating else []
 
@@ -592,41 +593,32 @@ def _internal_error(message: str) -> AdmissionDenied:
     )
 
 
-def _rejection(
-    webhook_name: str, result: Mapping[str, Any] | None, request: AdmissionRequest
-) -> dict[str, Any]:
-    """The Status for ``allowed: false``, built like kube-apiserver's ToStatusErr.
+def _rejection(webhook_name: str, result: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The Status for ``allowed: false``, as kube-apiserver's webhook ToStatusErr makes it.
 
-    The webhook's code is kept (403 when it sent none; a code below 400 becomes 400 so a refusal
-    never looks like success), its message is prefixed with the webhook's name, and the whole
-    message with the resource and name, which gives kubectl's familiar
-    ``namespaces "x" is forbidden: admission webhook "NAME" denied the request: MESSAGE``.
+    The webhook's own Status is sent back with three repairs: a code below 400 (or none)
+    becomes 400, so a refusal never reads as success; an empty or ``Success`` status becomes
+    ``Failure``; the message says which webhook refused. Reason and details stay the webhook's
+    (absent when it sent none), and nothing else is added: no resource prefix, whatever the
+    code, and the same for mutating and validating webhooks.
     """
-    status = copy.deepcopy(dict(result or {}))
-    code = status.get("code") or 403
-    status["code"] = code if code >= 400 else 400
-    if not status.get("status") or status["status"] == "Success":
-        status["status"] = "Failure"
+    sent = dict(result or {})
+    status: dict[str, Any] = {"kind": "Status", "apiVersion": "v1"}
+    status["metadata"] = copy.deepcopy(sent.get("metadata") or {})
+    code = sent.get("code") or 0
+    status["status"] = (
+        sent.get("status") if sent.get("status") not in (None, "", "Success") else "Failure"
+    )
     denied_by = f'admission webhook "{webhook_name}" denied the request'
-    explanation = status.get("message") or status.get("reason")
-    message = f"{denied_by}: {explanation}" if explanation else f"{denied_by} without explanation"
-    group, plural = request.resource["group"], request.resource["resource"]
-    name = request.name or "Unknown"
-    internal = status["code"] == 500
-    if not status.get("details"):
-        details = {"name": name, "group": group, "kind": plural}
-        status["details"] = (
-            {"causes": [{"message": message}]}
-            if internal
-            else {key: value for key, value in details.items() if value}
-        )
-    subject = f"{plural}.{group}" if group else plural
-    prefix = "Internal error occurred" if internal else f'{subject} "{name}" is forbidden'
-    status["message"] = f"{prefix}: {message}"
-    if not status.get("reason"):
-        status["reason"] = "InternalError" if internal else "Forbidden"
-    status.update(kind="Status", apiVersion="v1")
-    status.setdefault("metadata", {})
+    explanation = sent.get("message") or sent.get("reason")
+    status["message"] = (
+        f"{denied_by}: {explanation}" if explanation else f"{denied_by} without explanation"
+    )
+    if sent.get("reason"):
+        status["reason"] = sent["reason"]
+    if sent.get("details"):
+        status["details"] = copy.deepcopy(sent["details"])
+    status["code"] = code if code >= 400 else 400
     return status
 
 

@@ -256,3 +256,27 @@ def test_deleting_a_crd_deletes_its_objects(cluster: Cluster, widgets: str) -> N
     with pytest.raises(k8s_client.ApiException) as caught:
         request(cluster.api_client, "GET", base)
     assert caught.value.status == 404
+
+
+def test_a_held_custom_object_marked_deleting_gets_a_new_generation(
+    cluster: Cluster, widgets: str
+) -> None:
+    ns = cluster.namespace()
+    base = collection(ns, widgets)
+    metadata = {"name": "w", "finalizers": ["example.com/hold"]}
+    body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": metadata, "spec": {}}
+    created = request(cluster.api_client, "POST", base, body)
+    merge = "application/merge-patch+json"
+    release = {"metadata": {"finalizers": None}}
+    cluster.on_cleanup(lambda: request(cluster.api_client, "PATCH", f"{base}/w", release, merge))
+
+    dry = request(cluster.api_client, "DELETE", f"{base}/w", {"dryRun": ["All"]})
+    stored = request(cluster.api_client, "GET", f"{base}/w")
+    deleted = request(cluster.api_client, "DELETE", f"{base}/w", {})
+
+    assert dry["metadata"]["generation"] == 2
+    assert dry["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert stored == created
+    assert deleted["metadata"]["generation"] == 2
+    assert deleted["metadata"]["deletionTimestamp"]
+    assert deleted["metadata"]["resourceVersion"] != created["metadata"]["resourceVersion"]

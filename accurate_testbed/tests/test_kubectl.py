@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import queue
 import shutil
@@ -15,6 +16,7 @@ from kubernetes import client as k8s_client
 
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.kubectl import kubectl as run_kubectl
+from accurate_testbed.tests.helpers import error_of, request
 from accurate_testbed.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
@@ -276,3 +278,89 @@ def test_create_role_and_binding(cluster: Cluster, kubeconfig: Path) -> None:
         {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"},
         {"kind": "ServiceAccount", "name": "robot", "namespace": "default"},
     ]
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def secret_manifest(name: str, string_data: dict[str, str]) -> str:
+    """A Secret written the way most people write one: plain text in ``stringData`` only."""
+    lines = [f"  {key}: {value}" for key, value in string_data.items()]
+    return "\n".join(
+        ["apiVersion: v1", "kind: Secret", "metadata:", f"  name: {name}", "stringData:", *lines]
+    )
+
+
+@pytest.mark.parametrize("server_side", [False, True], ids=["apply", "server-side apply"])
+def test_applied_string_data_is_stored_as_data_and_never_itself(
+    cluster: Cluster, kubeconfig: Path, server_side: bool
+) -> None:
+    ns = cluster.namespace()
+    manifest = secret_manifest("db", {"user": "admin", "password": "s3cret"})
+    flags = ["--server-side"] if server_side else []
+
+    kubectl(kubeconfig, "apply", "-n", ns, *flags, "-f", "-", stdin=manifest)
+
+    stored = get_json(kubeconfig, "secret", "db", "-n", ns)
+    assert stored["data"] == {"user": b64("admin"), "password": b64("s3cret")}
+    assert "stringData" not in stored
+    assert stored["type"] == "Opaque"
+    changed = secret_manifest("db", {"user": "admin", "password": "n3w"})
+    kubectl(kubeconfig, "apply", "-n", ns, *flags, "-f", "-", stdin=changed)
+    again = get_json(kubeconfig, "secret", "db", "-n", ns)
+    assert again["data"] == {"user": b64("admin"), "password": b64("n3w")}
+    assert "stringData" not in again
+
+
+@pytest.mark.parametrize(
+    ("patch_type", "patch"),
+    [
+        ("strategic", {"stringData": {"password": "n3w"}}),
+        ("merge", {"stringData": {"password": "n3w"}}),
+        ("json", [{"op": "add", "path": "/stringData", "value": {"password": "n3w"}}]),
+    ],
+)
+def test_patched_string_data_overwrites_that_key_of_data(
+    cluster: Cluster, kubeconfig: Path, patch_type: str, patch: Any
+) -> None:
+    ns = cluster.namespace()
+    kubectl(
+        kubeconfig, "create", "secret", "generic", "db", "-n", ns,
+        "--from-literal=user=admin", "--from-literal=password=s3cret",
+    )  # fmt: skip
+
+    kubectl(
+        kubeconfig, "patch", "secret", "db", "-n", ns, "--type", patch_type, "-p", json.dumps(patch)
+    )
+
+    stored = get_json(kubeconfig, "secret", "db", "-n", ns)
+    assert stored["data"] == {"user": b64("admin"), "password": b64("n3w")}
+    assert "stringData" not in stored
+
+
+def test_replaced_string_data_is_folded_over_the_data_sent_with_it(
+    cluster: Cluster, kubeconfig: Path
+) -> None:
+    ns = cluster.namespace()
+    kubectl(kubeconfig, "create", "secret", "generic", "db", "-n", ns, "--from-literal=a=1")
+    current = get_json(kubeconfig, "secret", "db", "-n", ns)
+    replacement = {**current, "data": {"a": b64("2"), "b": b64("2")}, "stringData": {"b": "3"}}
+
+    kubectl(kubeconfig, "replace", "-f", "-", stdin=json.dumps(replacement))
+
+    stored = get_json(kubeconfig, "secret", "db", "-n", ns)
+    assert stored["data"] == {"a": b64("2"), "b": b64("3")}
+    assert "stringData" not in stored
+
+
+def test_string_data_that_is_not_text_is_a_bad_request(cluster: Cluster) -> None:
+    ns = cluster.namespace()
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db"}}
+
+    with pytest.raises(k8s_client.ApiException) as refused:
+        path = f"/api/v1/namespaces/{ns}/secrets"
+        request(cluster.api_client, "POST", path, {**secret, "stringData": {"port": 5432}})
+
+    assert refused.value.status == 400
+    assert "Secret.stringData" in error_of(refused.value)["message"]

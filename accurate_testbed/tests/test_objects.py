@@ -402,3 +402,62 @@ def test_foreground_deletion_waits_for_dependents(cluster: Cluster, core) -> Non
         return core.list_namespaced_config_map(ns).items == []
 
     wait_for(all_gone, what="the owner to go after its dependent")
+
+
+def release(core: Any, ns: str, name: str) -> None:
+    """Drop a test's finalizer, so the object (and on a real cluster its namespace) can go."""
+    core.patch_namespaced_config_map(name, ns, {"metadata": {"finalizers": None}})
+
+
+def test_a_dry_run_delete_of_a_held_object_answers_it_deleting_and_stores_nothing(
+    cluster: Cluster, core
+) -> None:
+    ns = cluster.namespace()
+    created = core.create_namespaced_config_map(
+        ns, {"metadata": {"name": "a", "finalizers": ["example.com/hold"]}}
+    )
+    cluster.on_cleanup(lambda: release(core, ns, "a"))
+    path = f"/api/v1/namespaces/{ns}/configmaps/a"
+
+    answer = request(cluster.api_client, "DELETE", path, {"dryRun": ["All"]})
+
+    assert answer["metadata"]["deletionTimestamp"]
+    assert answer["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert answer["metadata"]["finalizers"] == ["example.com/hold"]
+    assert answer["metadata"]["resourceVersion"] == created.metadata.resource_version
+    stored = core.read_namespaced_config_map("a", ns)
+    assert stored.metadata.deletion_timestamp is None
+    assert stored.metadata.resource_version == created.metadata.resource_version
+
+
+def test_a_delete_with_options_in_its_body_ignores_the_query(cluster: Cluster, core) -> None:
+    ns = cluster.namespace()
+    core.create_namespaced_config_map(ns, {"metadata": {"name": "kept"}})
+    gone = core.create_namespaced_config_map(ns, {"metadata": {"name": "gone"}})
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    dry_run = [("dryRun", "All")]
+
+    request(cluster.api_client, "DELETE", f"{path}/kept", query=dry_run)
+    preconditions = {"preconditions": {"uid": gone.metadata.uid}}
+    request(cluster.api_client, "DELETE", f"{path}/gone", preconditions, query=dry_run)
+
+    assert core.read_namespaced_config_map("kept", ns).metadata.name == "kept"
+    with pytest.raises(k8s_client.ApiException) as caught:
+        core.read_namespaced_config_map("gone", ns)
+    assert caught.value.status == 404
+
+
+def test_a_dry_run_namespace_delete_answers_it_terminating_and_stores_nothing(
+    cluster: Cluster, core
+) -> None:
+    ns = cluster.namespace()
+    before = core.read_namespace(ns)
+
+    answer = request(cluster.api_client, "DELETE", f"/api/v1/namespaces/{ns}", {"dryRun": ["All"]})
+
+    assert answer["status"]["phase"] == "Terminating"
+    assert answer["metadata"]["deletionTimestamp"]
+    assert answer["metadata"]["resourceVersion"] == before.metadata.resource_version
+    after = core.read_namespace(ns)
+    assert (after.status.phase, after.metadata.deletion_timestamp) == ("Active", None)
+    assert after.metadata.resource_version == before.metadata.resource_version

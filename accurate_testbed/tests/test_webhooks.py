@@ -86,22 +86,115 @@ def delete_later(cluster: Cluster, name: str) -> None:
     cluster.on_cleanup(delete)
 
 
+@pytest.mark.parametrize(
+    ("refusal", "shown"),
+    [
+        ({"message": "tenants may not create namespaces"}, "Error from server: "),
+        (
+            {"code": 403, "reason": "Forbidden", "message": "tenants may not create namespaces"},
+            "Error from server (Forbidden): ",
+        ),
+    ],
+    ids=["no code or reason", "forbidden"],
+)
 def test_a_denied_create_shows_the_webhooks_message(
-    cluster: Cluster, kubeconfig: Path, webhook: WebhookServer
+    cluster: Cluster, kubeconfig: Path, webhook: WebhookServer, refusal: dict, shown: str
 ):
     prefix = cluster.unique("denied")
-    webhook.answer = lambda _: denied("tenants may not create namespaces")
+    webhook.answer = lambda _: {"allowed": False, "status": refusal}
     hook_name = register(cluster, "Validating", at(webhook), prefix)
 
     result = kubectl(kubeconfig, "create", "namespace", f"{prefix}-a")
 
     assert result.returncode == 1
-    assert result.stderr.strip() == (
-        f'Error from server (Forbidden): namespaces "{prefix}-a" is forbidden: admission webhook '
-        f'"{hook_name}" denied the request: tenants may not create namespaces'
+    assert result.stderr == (
+        f'{shown}admission webhook "{hook_name}" denied the request: tenants may not create '
+        "namespaces\n"
     )
     assert not namespace_exists(kubeconfig, f"{prefix}-a")
     assert cluster.namespace("other")
+
+
+# A webhook's refusal (its response.status) and the Status kube-apiserver answers with, built by
+# the webhook admission plugin's ToStatusErr: the code is kept from 400 up (anything lower,
+# none included, is 400), status Failure unless the webhook chose another, reason and details
+# only when the webhook gave them, and the message names the webhook and nothing else.
+REFUSALS: list[tuple[dict[str, Any] | None, dict[str, Any]]] = [
+    (None, {"code": 400, "said": " without explanation"}),
+    ({}, {"code": 400, "said": " without explanation"}),
+    ({"message": "no"}, {"code": 400, "said": ": no"}),
+    ({"reason": "NotYours"}, {"code": 400, "reason": "NotYours", "said": ": NotYours"}),
+    (
+        {"code": 403, "reason": "Forbidden", "message": "no"},
+        {"code": 403, "reason": "Forbidden", "said": ": no"},
+    ),
+    (
+        {"code": 422, "reason": "Invalid", "message": "bad", "details": {"name": "x"}},
+        {"code": 422, "reason": "Invalid", "said": ": bad", "details": {"name": "x"}},
+    ),
+    ({"code": 500, "message": "broken"}, {"code": 500, "said": ": broken"}),
+    ({"code": 599, "message": "odd"}, {"code": 599, "said": ": odd"}),
+    ({"code": 200, "message": "fine?"}, {"code": 400, "said": ": fine?"}),
+    ({"code": 302}, {"code": 400, "said": " without explanation"}),
+    ({"code": -7, "message": "no"}, {"code": 400, "said": ": no"}),
+    ({"code": 701, "message": "no"}, {"code": 701, "said": ": no"}),
+    ({"status": "Success", "message": "no"}, {"code": 400, "said": ": no"}),
+    ({"status": "Custom", "message": "no"}, {"code": 400, "status": "Custom", "said": ": no"}),
+]
+
+
+def answered(cluster: Cluster, name: str) -> tuple[int, str, str]:
+    """The HTTP status, Content-Type and body of creating namespace ``name``."""
+    core: Any = k8s_client.CoreV1Api(cluster.api_client)
+    with pytest.raises(k8s_client.ApiException) as refused:
+        core.create_namespace({"metadata": {"name": name}})
+    headers = refused.value.headers or {}
+    return int(refused.value.status), headers.get("Content-Type", ""), str(refused.value.body)
+
+
+@pytest.mark.parametrize("kind", ["Validating", "Mutating"])
+def test_a_refusal_reaches_the_client_as_kube_apiserver_converts_it(
+    cluster: Cluster, webhook: WebhookServer, kind: str
+):
+    prefix = cluster.unique("refused")
+    refusals = {f"{prefix}-{index}": refusal for index, (refusal, _) in enumerate(REFUSALS)}
+    webhook.answer = lambda request: {
+        "allowed": False,
+        **({} if refusals[request["name"]] is None else {"status": refusals[request["name"]]}),
+    }
+    hook_name = register(cluster, kind, at(webhook), prefix)
+
+    seen, expected = {}, {}
+    for name, (_, wanted) in zip(refusals, REFUSALS, strict=True):
+        code, content_type, body = answered(cluster, name)
+        seen[name] = (code, content_type, json.loads(body))
+        status = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": wanted.get("status", "Failure"),
+            "message": f'admission webhook "{hook_name}" denied the request{wanted["said"]}',
+            "code": wanted["code"],
+        }
+        status.update({key: wanted[key] for key in ("reason", "details") if key in wanted})
+        expected[name] = (wanted["code"], "application/json", status)
+
+    assert seen == expected
+
+
+def test_a_refusal_code_http_cannot_carry_makes_kube_apiserver_answer_a_plain_500(
+    cluster: Cluster, webhook: WebhookServer
+):
+    """Go's net/http panics on a status code above 999 and kube-apiserver's panic recovery
+    answers instead."""
+    prefix = cluster.unique("refused")
+    webhook.answer = lambda _: denied("no", code=1000)
+    register(cluster, "Validating", at(webhook), prefix)
+
+    code, content_type, body = answered(cluster, f"{prefix}-a")
+
+    assert (code, content_type) == (500, "text/plain; charset=utf-8")
+    assert body == "This request caused apiserver to panic. Look in the logs for details.\n"
 
 
 def test_a_denied_label_change_leaves_the_namespace_as_it_was(

@@ -33,13 +33,10 @@ from accurate_testbed.cluster import SUITE_LABEL_KEYS, Cluster
 from accurate_testbed.objects import namespace_manifest
 from accurate_testbed.processes import Process, environment, launch
 from accurate_testbed.waiting import wait_for
-from libaccurate.constants import (
-    GROUP,
-    LABEL_TYPE,
-    SUBNAMESPACE_PLURAL,
-    TYPE_ROOT,
-)
+from libaccurate import subnamespaces
+from libaccurate.constants import LABEL_TYPE, TYPE_ROOT
 from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.subnamespaces import path as subnamespaces_path
 from tests.e2e.tally import CONTROLLERS, DELETIONS, count
 from tests.e2e.webhooks import connect, kubectl
 
@@ -238,10 +235,6 @@ def shared_controller(
         running.show_logs()
 
 
-def subnamespaces_path(parent: str, name: str | None = None) -> str:
-    return resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL, parent, name)
-
-
 class Scene:
     """Names unique to one test (one shared suffix), and what the test builds with them."""
 
@@ -285,7 +278,7 @@ class Scene:
         """Ask for a sub-namespace with ``kubectl apply``; its name."""
         name = self.name(prefix)
         manifest = {
-            "apiVersion": f"{GROUP}/v2",
+            "apiVersion": subnamespaces.api_version(),
             "kind": "SubNamespace",
             "metadata": {"name": name, "namespace": parent},
             "spec": {"labels": dict(labels or {}), "annotations": dict(annotations or {})},
