@@ -82,7 +82,8 @@ class Cluster:
         return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
     def on_cleanup(self, action: Callable[[], object]) -> None:
-        """Run ``action`` after the test, before its namespaces are removed."""
+        """Run ``action`` after the test on a real cluster (the in-memory one is reset anyway),
+        before the test's namespaces are removed."""
         self._cleanups.append(action)
 
     def namespace(self, prefix: str = "test", labels: dict[str, str] | None = None) -> str:
