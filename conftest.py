@@ -23,7 +23,8 @@ from accurate_testbed.cluster import RUN_LABEL, Cluster, new_run, older_runs, re
 from libaccurate.kube import ConnectionOptions, Kube
 
 # Fixtures that run our webhook server and register it with the cluster, for every test that
-# needs admission as users meet it. Registered here so pytest rewrites their asserts too.
+# needs admission as users meet it, and the controller's; the e2e cost line (tally). Registered
+# here so pytest rewrites their asserts too.
 pytest_plugins = ["tests.e2e.tally", "tests.e2e.webhooks", "tests.e2e.controller"]
 NEEDS_SERVER = "needs the in-memory API server's internals (not available on a real cluster)"
 
