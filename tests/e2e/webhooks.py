@@ -3,7 +3,10 @@
 The registration is what the end-to-end suite does on a real cluster too: the webhook
 configurations and the CRD come from the rendered deploy manifests (same rules, same
 matchConditions), with each ``clientConfig`` pointed at ``https://127.0.0.1:<port>`` and the test
-CA instead of the in-cluster Service. tests/conftest.py registers these fixtures for every test:
+CA instead of the in-cluster Service, and a ``namespaceSelector`` on the run's label: a webhook
+of this run never sees anyone else's namespaces, even if the run dies and leaves it behind.
+The configurations are taken away before the server that answers them stops.
+tests/conftest.py registers these fixtures for every test:
 
 - ``webhooks``: the server, with the default flags, registered and answering;
 - ``start_webhooks(allow_cascading_deletion=..., naming_policies=..., manifests=...)``: the same
