@@ -31,7 +31,7 @@ from libaccurate.constants import (
 from libaccurate.kube import ApiError, Kube, resource_path
 from tests.e2e.cli import failed, run_plugin, succeeded
 from tests.e2e.controller import Controllers, Scene
-from tests.e2e.webhooks import Webhooks, connect, delete_and_wait
+from tests.e2e.webhooks import Webhooks, connect
 
 HNC = "hnc.x-k8s.io/v1alpha2"
 HNC_CRDS = Path(__file__).with_name("hnc_crds.yaml")
@@ -53,7 +53,7 @@ def hnc_api(cluster: Cluster) -> None:
         path = f"{CRDS}/{crd['metadata']['name']}"
         if _get(kube, path) is None:
             kube.create(CRDS, crd)
-            cluster.on_cleanup(functools.partial(delete_and_wait, kube, path))
+            cluster.on_cleanup(functools.partial(_remove_crd, kube, path))
     listing = resource_path("hnc.x-k8s.io", "v1alpha2", "hierarchicalresourcequotas")
     wait_for(lambda: _served(kube, listing), 30, "HNC's CRDs to be served")
 
@@ -84,7 +84,7 @@ def hnc_tree(scene: Scene) -> HncTree:
         annotations = {"hnc.x-k8s.io/subnamespace-of": tree.team} if name == tree.dev else {}
         if name != tree.team:
             labels["env"] = "dev"
-        metadata = {"name": name, "labels": labels, "annotations": annotations}
+        metadata = {"name": name, "labels": scene.cluster.own(labels), "annotations": annotations}
         namespaces.append({"apiVersion": "v1", "kind": "Namespace", "metadata": metadata})
     scene.apply(*namespaces)
     scene.cluster.on_cleanup(lambda: _release_anchors(scene, tree))
@@ -165,6 +165,13 @@ def _release_anchors(scene: Scene, tree: HncTree) -> None:
     path = resource_path("hnc.x-k8s.io", "v1alpha2", "subnamespaceanchors", tree.team, tree.dev)
     if scene.get(path) is not None:
         scene.kube.patch(path, {"metadata": {"finalizers": None}})
+
+
+def _remove_crd(kube: Kube, path: str) -> None:
+    """Delete one of HNC's CRDs and wait until it is gone: the next test installs it afresh, and
+    a CRD still being deleted would be taken for installed."""
+    kube.delete(path)
+    wait_for(lambda: _get(kube, path) is None, 120, f"deletion of {path}")
 
 
 def _get(kube: Kube, path: str) -> dict[str, Any] | None:
@@ -299,8 +306,8 @@ def test_nothing_is_written_while_hnc_still_runs(
     tree = hnc_tree(scene)
     name = cluster.unique("hnc-validating-webhook-configuration")
     kube = connect(cluster)
-    kube.create(WEBHOOKS, _hnc_webhook_configuration(name))
-    cluster.on_cleanup(lambda: delete_and_wait(kube, f"{WEBHOOKS}/{name}"))
+    # Labelled as the test's own, so the suite's clean-up takes it away with the rest.
+    kube.create(WEBHOOKS, _hnc_webhook_configuration(name, cluster.own()))
     before = uids_and_versions(scene, tree)
 
     error = failed(run_plugin("import-hnc", "--apply", kubeconfig=cluster.kubeconfig))
@@ -314,13 +321,13 @@ def test_nothing_is_written_while_hnc_still_runs(
     )
 
 
-def _hnc_webhook_configuration(name: str) -> dict[str, Any]:
+def _hnc_webhook_configuration(name: str, labels: dict[str, str]) -> dict[str, Any]:
     """HNC's object webhook as its release registers it, narrowed to a request no test makes
     and failing open, so that it stands for HNC without getting in anyone's way."""
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "labels": labels},
         "webhooks": [
             {
                 "name": "objects.hnc.x-k8s.io",
