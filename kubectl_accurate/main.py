@@ -461,3 +461,7 @@ def completion(shell: str) -> None:
 
 def main() -> None:
     root.main(prog_name=PROG, complete_var=COMPLETE_VAR)
+
+
+# Command groups kept in modules of their own register themselves on ``root`` when imported.
+from kubectl_accurate import access, sudo  # noqa: E402, F401

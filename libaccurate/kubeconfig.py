@@ -30,7 +30,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -101,6 +101,9 @@ class Credentials:
     password: str | None = field(default=None, repr=False)
     verify: bool = True
     tls_server_name: str | None = None
+    # The kubeconfig's names for whom and where: its user entry and its context's namespace.
+    user_entry: str | None = None
+    namespace: str | None = None
 
     @property
     def secure(self) -> bool:
@@ -236,7 +239,9 @@ def _choose(config: _Kubeconfig, options: ConnectionOptions) -> Credentials:
         )
     _check_cluster(cluster_name, cluster)
     _check_user(user_name, user)
-    return _credentials(cluster_name, cluster, user_name, user)
+    found = _credentials(cluster_name, cluster, user_name, user)
+    namespace = _text(context.get("namespace")) or None
+    return replace(found, user_entry=user_name or None, namespace=namespace)
 
 
 def _context_name(config: _Kubeconfig, options: ConnectionOptions) -> str:
