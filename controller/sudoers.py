@@ -51,6 +51,10 @@ class Sudoers:
         except KubeError as error:
             log.warning("sudo grants not carried out yet", extra={"error": str(error)})
             return
+        except Exception:
+            # A bug here must not hold up propagation, which runs in the same pass.
+            log.exception("sudo grants not carried out")
+            return
         self._kept = wanted
 
     def _reconcile(self, wanted: Wanted) -> None:
@@ -108,4 +112,4 @@ def _user_of(obj: Obj) -> str:
 
 
 def _about(obj: Obj) -> dict[str, str]:
-    return {"kind": obj["kind"], "name": obj["metadata"]["name"], "user": _user_of(obj)}
+    return {"kind": obj["kind"], "object": obj["metadata"]["name"], "user": _user_of(obj)}

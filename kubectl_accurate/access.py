@@ -288,7 +288,7 @@ def list_access(ctx: click.Context, root_name: str, output: str | None) -> None:
 
 @command(access, "check", "access check team-a alice", "access check team-a bob --group devs")
 @namespace_argument("root_name", "ROOT")
-@click.argument("user", metavar="USER")
+@click.argument("person", metavar="USER")
 @click.option(
     "--group",
     "groups",
@@ -300,7 +300,7 @@ def list_access(ctx: click.Context, root_name: str, output: str | None) -> None:
 def check(
     ctx: click.Context,
     root_name: str,
-    user: str,
+    person: str,
     groups: tuple[str, ...],
     output: str | None,
 ) -> None:
@@ -309,11 +309,11 @@ def check(
     kube = connect(ctx)
     require_root(kube, root_name)
     rows = [
-        [name, probe.capability, *_answer(kube, probe.review(user, groups, name))]
+        [name, probe.capability, *_answer(kube, probe.review(person, groups, name))]
         for name in tree(kube, root_name)
         for probe in model.PROBES
     ]
-    rows.append(["*", "sudo", *_answer(kube, model.sudo_review(user, groups, root_name))])
+    rows.append(["*", "sudo", *_answer(kube, model.sudo_review(person, groups, root_name))])
     printer = Printer()
     if output:
         keys = ("namespace", "capability", "allowed", "why")

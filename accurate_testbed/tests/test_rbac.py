@@ -488,3 +488,11 @@ def test_whoami_names_the_caller_as_authenticated_or_impersonated(
     assert impersonated.stdout.split() == [
         "ATTRIBUTE", "VALUE", "Username", "bob", "Groups", "[ops", "system:authenticated]"
     ]  # fmt: skip
+
+
+def test_a_percent_escaped_name_addresses_the_same_object(cluster: Cluster) -> None:
+    """RBAC names often hold colons; clients may escape them (Go decodes the path first)."""
+    kube = Kube.connect(ConnectionOptions(kubeconfig=str(cluster.kubeconfig)))
+    escaped = kube.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/system%3Abasic-user")
+    plain = kube.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/system:basic-user")
+    assert escaped["metadata"]["name"] == plain["metadata"]["name"] == "system:basic-user"
