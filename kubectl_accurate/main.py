@@ -464,4 +464,4 @@ def main() -> None:
 
 
 # Command groups kept in modules of their own register themselves on ``root`` when imported.
-from kubectl_accurate import access, sudo  # noqa: E402, F401
+from kubectl_accurate import access, report, sudo  # noqa: E402, F401
