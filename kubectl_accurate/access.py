@@ -45,12 +45,25 @@ def access() -> None:
     """Grant, revoke, list and check access to a namespace tree."""
 
 
-def _dry_run_option(function: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--dry-run",
-        is_flag=True,
-        help="Print what would be written, once the API server has judged it; write nothing.",
-    )(function)
+def _change_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
+    """ROOT LEVEL NAMES... and --dry-run, as grant and revoke take them."""
+    for decorate in reversed(
+        (
+            namespace_argument("root_name", "ROOT"),
+            click.argument(
+                "level", metavar="view|edit|admin|manage|sudo", type=click.Choice(LEVELS)
+            ),
+            click.argument("names", metavar="USER|group:GROUP...", nargs=-1, required=True),
+            click.option(
+                "--dry-run",
+                is_flag=True,
+                help="Print what would be written, once the API server has judged it; "
+                "write nothing.",
+            ),
+        )
+    ):
+        function = decorate(function)
+    return function
 
 
 @command(
@@ -60,10 +73,7 @@ def _dry_run_option(function: Callable[..., Any]) -> Callable[..., Any]:
     "access grant team-a manage carol",
     "access grant team-a sudo bob",
 )
-@namespace_argument("root_name", "ROOT")
-@click.argument("level", metavar="view|edit|admin|manage|sudo", type=click.Choice(LEVELS))
-@click.argument("names", metavar="USER|group:GROUP...", nargs=-1, required=True)
-@_dry_run_option
+@_change_arguments
 def grant(
     ctx: click.Context, root_name: str, level: str, names: tuple[str, ...], dry_run: bool
 ) -> None:
@@ -79,10 +89,7 @@ def grant(
 
 
 @command(access, "revoke", "access revoke team-a view alice", "access revoke team-a sudo bob")
-@namespace_argument("root_name", "ROOT")
-@click.argument("level", metavar="view|edit|admin|manage|sudo", type=click.Choice(LEVELS))
-@click.argument("names", metavar="USER|group:GROUP...", nargs=-1, required=True)
-@_dry_run_option
+@_change_arguments
 def revoke(
     ctx: click.Context, root_name: str, level: str, names: tuple[str, ...], dry_run: bool
 ) -> None:

@@ -18,6 +18,7 @@ from accurate_testbed.manifests import MANIFESTS
 from libaccurate.access import sudo_group, sudoer_name
 from libaccurate.constants import ANNOTATION_FROM
 from libaccurate.kube import resource_path
+from tests.e2e import test_controller_propagation as propagation
 from tests.e2e.cli import failed, run_plugin, succeeded
 from tests.e2e.controller import Controllers, Scene
 
@@ -53,12 +54,7 @@ def tree(controllers: Controllers, scene: Scene) -> tuple[str, str, str]:
         scene.apply(manage)
         scene.cluster.on_cleanup(lambda: scene.kubectl("delete", "clusterrole", "accurate:manage"))
     controllers.start(CONFIG)
-    root = scene.root()
-    child = scene.subnamespace(root, "child")
-    scene.settle(root, child)
-    grandchild = scene.subnamespace(child, "grandchild")
-    scene.settle(child, grandchild)
-    return root, child, grandchild
+    return propagation.tree(scene)
 
 
 def admin(scene: Scene, *args: str) -> subprocess.CompletedProcess[str]:
