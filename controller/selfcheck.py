@@ -14,9 +14,6 @@ from libaccurate.config import WatchedResource
 from libaccurate.constants import GROUP, SUBNAMESPACE_PLURAL
 from libaccurate.kube import Kube, KubeError, resource_path
 
-RBAC = "rbac.authorization.k8s.io"
-# What the sudoer keeper (controller/sudoers.py) does with the objects it keeps.
-SUDOER_VERBS = ("list", "create", "update", "delete")
 REVIEWS = resource_path("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
 
 
@@ -53,20 +50,10 @@ def required(watched: Iterable[WatchedResource], lease_namespace: str | None) ->
     for w in watched:
         verbs = ("list", "watch", "create", "update", "patch", "delete")
         needed.append(Permission(w.gvk.group, w.plural, verbs))
-        if keeps_sudoers(w):
-            needed += [
-                Permission(RBAC, "clusterroles", (*SUDOER_VERBS, "escalate", "bind")),
-                Permission(RBAC, "clusterrolebindings", SUDOER_VERBS),
-            ]
     if lease_namespace is not None:
         leases = ("get", "create", "update")
         needed.append(Permission("coordination.k8s.io", "leases", leases, lease_namespace))
     return needed
-
-
-def keeps_sudoers(watched: WatchedResource) -> bool:
-    """With RoleBindings propagated, the controller keeps the sudoers' cluster-scoped RBAC."""
-    return watched.gvk.group == RBAC and watched.gvk.kind == "RoleBinding"
 
 
 def _allowed(kube: Kube, permission: Permission, verb: str) -> bool:

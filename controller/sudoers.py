@@ -8,7 +8,10 @@ the user any more, and touches nothing else: only objects carrying its label are
 
 It runs in the reconcile loop's passes, from the same cache picture as the planner, and writes
 only when that picture asks for something other than what it last achieved; after a failure
-it tries again in the next pass.
+it tries again in the next pass. It is opt-in by use: its permissions
+(controller/config/rbac/tenant_access.yaml) are not part of the startup check, and a controller
+without them only says so once a sudo grant exists, so a cluster that never grants sudo runs
+as before.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from libaccurate.access import (
     sudoer_objects,
     sudoers,
 )
+from libaccurate.config import WatchedResource
 from libaccurate.forest import node_from_object
 from libaccurate.kube import ApiError, Kube, KubeError, resource_path
 from libaccurate.planner import Snapshot
@@ -48,6 +52,13 @@ class Sudoers:
             return
         try:
             self._reconcile(wanted)
+        except ApiError as error:
+            if error.code == 403 and not wanted:
+                # Without its permissions and with nothing to do: nothing to say either.
+                self._kept = wanted
+                return
+            log.warning("sudo grants not carried out yet", extra={"error": str(error)})
+            return
         except KubeError as error:
             log.warning("sudo grants not carried out yet", extra={"error": str(error)})
             return
@@ -91,6 +102,11 @@ class Sudoers:
             if not error.not_found:
                 raise
         log.info("sudoer RBAC deleted", extra=_about(obj))
+
+
+def keeps_sudoers(watched: WatchedResource) -> bool:
+    """Sudo grants are RoleBindings: the keeper runs when the controller propagates those."""
+    return watched.gvk.group == RBAC_GROUP and watched.gvk.kind == "RoleBinding"
 
 
 def _role_bindings(snapshot: Snapshot) -> list[Mapping[str, Any]]:
