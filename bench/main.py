@@ -14,7 +14,7 @@ from bench.scenarios import QUICK, SCENARIOS, Sizes
 from bench.target import Target
 
 # Quick mode measures only what its checks need.
-QUICK_SCENARIOS = ("cli", "steady")
+QUICK_SCENARIOS = ("cli", "subnamespace", "steady", "converge")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -41,6 +41,9 @@ def sizes_for(options: argparse.Namespace) -> Sizes:
         steady_namespaces=scaled(base.steady_namespaces),
         steady_objects=scaled(base.steady_objects),
         steady_propagated=scaled(base.steady_propagated),
+        converge_namespaces=scaled(base.converge_namespaces),
+        converge_objects=scaled(base.converge_objects),
+        converge_sources=scaled(base.converge_sources),
         runs=options.runs or base.runs,
         quiet=options.quiet or base.quiet,
     )

@@ -1,4 +1,4 @@
-"""The seven measurements of issue 8, each filling a fresh cluster and returning its rows."""
+"""The measurements of issues 8 and 19, each filling a fresh cluster and returning its rows."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from controller.webhook import (
     VALIDATE_SUBNAMESPACE_PATH,
 )
 from kubectl_accurate.flags import USER_AGENT as CLI_AGENT
-from libaccurate.constants import GROUP, LABEL_PARENT, SUBNAMESPACE_PLURAL
+from libaccurate.constants import FINALIZER, GROUP, LABEL_PARENT, SUBNAMESPACE_PLURAL
 from libaccurate.kube import Kube, resource_path
 
 CONVERGE_TIMEOUT = 600.0
@@ -56,6 +57,9 @@ class Sizes:
     steady_propagated: int = 2000
     quiet: float = 60.0
     webhook_requests: int = 1000
+    converge_namespaces: int = 2000
+    converge_objects: int = 20000
+    converge_sources: int = 200
 
 
 QUICK = Sizes(
@@ -68,6 +72,9 @@ QUICK = Sizes(
     steady_propagated=100,
     quiet=3.0,
     webhook_requests=50,
+    converge_namespaces=100,
+    converge_objects=400,
+    converge_sources=10,
 )
 
 
@@ -210,35 +217,120 @@ def _change(kube: Kube, running: Any, root: str, value: str, copies: int) -> flo
 
 
 def new_subnamespace(target: Target, sizes: Sizes) -> list[Row]:
-    """3: SubNamespace created under a root holding propagated objects: time to Ready."""
+    """3: SubNamespace created under a root holding propagated objects: time to Ready, and the
+    writes the controller sends for it until it is quiet again (issue 19: at most one per
+    copy and 4 more). It is created with the finalizer, as the mutating webhook leaves it: the
+    benchmark runs no webhook."""
     target.fresh()
     kube = target.kube()
     (root,) = population.forest(target, 1, 1)
     for index in range(sizes.new_sub_objects):
         kube.create(secrets_path(root), secret(root, f"s{index}", "update", {"value": "x"}))
     running = controller.start(target)
-    controller.wait_for_pass(running)
+    _settle(running)
     subs = resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL, root)
-    times = []
+    times, writes = [], []
     for run in range(sizes.runs):
         name = target.name(f"sub{run}")
-        body = {"apiVersion": f"{GROUP}/v2", "kind": "SubNamespace", "metadata": {"name": name}}
+        metadata = {"name": name, "finalizers": [FINALIZER]}
+        body = {"apiVersion": f"{GROUP}/v2", "kind": "SubNamespace", "metadata": metadata}
+        target.start_counting()
         started = time.monotonic()
         kube.create(subs, body)
         watch_until(kube, subs, _ready(root, name), 1, CONVERGE_TIMEOUT)
         times.append(time.monotonic() - started)
         target.on_cleanup(functools.partial(kube.delete, f"{subs}/{name}"))
+        _settle(running)
+        writes.append(target.writes(controller.AGENT))
     in_memory = target.server is not None
     took = median(times)
+    most = None if None in writes else max(w for w in writes if w is not None)
+    budget = sizes.new_sub_objects + 4
+    name = f"3 new SubNamespace, {sizes.new_sub_objects} objects"
     return [
         Row(
-            f"3 new SubNamespace, {sizes.new_sub_objects} objects",
+            name,
             "time to Ready (median)",
             seconds(took),
             "< 1 s (in memory)",
             took < 1.0 if in_memory else None,
-        )
+        ),
+        Row(
+            name,
+            f"writes until quiet (most of {sizes.runs})",
+            _counted(most),
+            f"<= {budget}",
+            None if most is None else most <= budget,
+            checked=True,
+        ),
     ]
+
+
+def converge(target: Target, sizes: Sizes) -> list[Row]:
+    """8: a controller meeting a populated cluster (issue 19): trees of 50 namespaces, objects
+    nothing propagates, and update-mode Secrets in every root, copied to every namespace of
+    its tree. The time until every copy is there, and the writes until the controller is
+    quiet, against copies + 2 per sub-namespace (its metadata and its status)."""
+    target.fresh()
+    roots = max(1, sizes.converge_namespaces // NAMESPACES_PER_ROOT)
+    trees = population.forest(target, roots, sizes.converge_namespaces)
+    kube = target.kube()
+    per_root = max(1, sizes.converge_sources // roots)
+    population.in_parallel(
+        lambda root, index: kube.create(
+            secrets_path(root), secret(root, f"source-{index}", "update", {"value": "0"})
+        ),
+        ((root, index) for root in trees for index in range(per_root)),
+    )
+    namespaces = [ns for root, tree in trees.items() for ns in (root, *tree)]
+    population.configmaps(target, namespaces, sizes.converge_objects)
+    below = sum(len(tree) for tree in trees.values())
+    copies = per_root * below
+    target.start_counting()
+    started = time.monotonic()
+    running = controller.start(target)
+    watch_until(
+        kube,
+        secrets_path(),
+        lambda obj: obj["metadata"]["name"].startswith("source-"),
+        copies + per_root * roots,
+        CONVERGE_TIMEOUT,
+    )
+    present = time.monotonic() - started
+    _settle(running)
+    paths = target.write_paths(controller.AGENT)
+    running.stop()
+    budget = copies + 2 * below
+    scale = f"{len(namespaces)} ns, {sizes.converge_objects} objects, {copies} copies"
+    name = f"8 converge, {scale}"
+    rows = [
+        Row(name, "start to every copy present", seconds(present)),
+        Row(
+            name,
+            "writes until quiet",
+            _counted(None if paths is None else len(paths)),
+            f"<= {budget}",
+            None if paths is None else len(paths) <= budget,
+            checked=True,
+        ),
+    ]
+    for kind, count in sorted(Counter(_write_kind(path) for path in paths or ()).items()):
+        rows.append(Row(name, f"of which {kind}", str(count)))
+    return rows
+
+
+def _write_kind(path: str) -> str:
+    """What a controller write at ``path`` changed, for the breakdown of a count."""
+    parts = path.strip("/").split("/")
+    if "events" in parts:
+        return "events"
+    if parts[-1] == "status":
+        return "SubNamespace statuses"
+    if SUBNAMESPACE_PLURAL in parts:
+        return "SubNamespaces"
+    if parts[:3] == ["api", "v1", "namespaces"] and len(parts) <= 4:
+        return "namespaces"
+    return "copies"
 
 
 def _ready(namespace: str, name: str) -> Callable[[Mapping[str, Any]], bool]:
@@ -442,4 +534,5 @@ SCENARIOS: dict[str, Callable[[Target, Sizes], list[Row]]] = {
     "fanout": fanout,
     "subnamespace": new_subnamespace,
     "steady": steady_state,
+    "converge": converge,
 }

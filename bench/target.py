@@ -96,8 +96,20 @@ class Target:
         )
 
     def writes(self, agent: str) -> int | None:
-        """Requests from ``agent`` that change the cluster since ``start_counting``: access
-        reviews are POSTs (the controller's startup self-check) but store nothing."""
-        reviews = self.count(agent, frozenset({"create"}), REVIEWS)
-        writes = self.count(agent, WRITE_VERBS)
-        return None if writes is None or reviews is None else writes - reviews
+        """Requests from ``agent`` that change the cluster since ``start_counting``."""
+        paths = self.write_paths(agent)
+        return None if paths is None else len(paths)
+
+    def write_paths(self, agent: str) -> list[str] | None:
+        """The paths of the writes ``agent`` sent since ``start_counting``, in order; None on a
+        real cluster. Access reviews are POSTs (the controller's startup self-check) but store
+        nothing, so they are left out."""
+        if self.server is None:
+            return None
+        return [
+            request.path
+            for request in self.server.requests
+            if request.user_agent.startswith(agent)
+            and request.verb in WRITE_VERBS
+            and not request.path.startswith(REVIEWS)
+        ]

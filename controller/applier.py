@@ -1,48 +1,26 @@
 """Runs a plan: its stages in order, the steps of a stage concurrently, each step only when the
-steps it needs happened.
+steps it needs happened, then what the end of the pass sends (libaccurate.closing decides it).
 
 A failure holds up only what depends on it, so one broken namespace never blocks the others.
-Statuses and events come last, when it is known what happened: a SubNamespace whose namespace
-could not be brought in line reports ``Ready=False`` with the reason instead of the status the
-planner expected, and events tell what was created, replaced, deleted or failed.
+Statuses and events come last, when it is known what happened.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Literal
 
 from controller.cache import Expectation
 from controller.metrics import Metrics
 from controller.writes import Aborted, Known, Replan, Writer
-from libaccurate.actions import (
-    Action,
-    AddFinalizer,
-    AnnotateObject,
-    Condition,
-    CreateObject,
-    DeleteObject,
-    EmitEvent,
-    PatchSubNamespaceStatus,
-    RemoveFinalizer,
-    ReplaceObject,
-    SubNamespaceStatus,
-)
-from libaccurate.constants import CONDITION_READY
+from libaccurate.actions import Action
+from libaccurate.closing import close
 from libaccurate.kube import KubeError
-from libaccurate.lifecycle import status_differs
-from libaccurate.planner import Plan, Snapshot, Step
-
-Result = Literal["done", "replan", "failed", "skipped", "aborted"]
-REASON_APPLY_FAILED = "ApplyFailed"
-# Actions on a SubNamespace object itself rather than on its namespace or what is in it.
-_SUBNAMESPACE_ACTIONS = (AddFinalizer, RemoveFinalizer, PatchSubNamespaceStatus)
-_LAST = (PatchSubNamespaceStatus, EmitEvent)
+from libaccurate.planner import Plan, Result, Snapshot, Step
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +32,6 @@ class Outcome:
     result: Result
     error: str = ""
     expectations: tuple[Expectation, ...] = ()
-    notices: tuple[EmitEvent, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,10 +55,6 @@ class _Pass:
     outcomes: dict[int, Outcome] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def outcome(self, index: int) -> Outcome:
-        with self.lock:
-            return self.outcomes[index]
-
 
 class Applier:
     """Runs plans with a pool of ``workers`` threads; one plan at a time."""
@@ -98,36 +71,39 @@ class Applier:
     def apply(self, plan: Plan, snapshot: Snapshot) -> Report:
         """Carry out ``plan``, made from ``snapshot``; returns what became of every step."""
         state = _Pass(plan, Known(snapshot.namespaces, snapshot.subnamespaces))
-        last: list[Step] = []
         for stage in plan.stages():
-            last.extend(s for s in stage if isinstance(s.action, _LAST))
-            self._run(state, [s for s in stage if not isinstance(s.action, _LAST)])
-        self._finish(state, last)
+            self._run(state, [(step.action, step) for step in stage])
+        with state.lock:
+            closing = close(plan, dict(state.outcomes))
+        for index, finding in closing.settled.items():
+            step = plan.steps[index]
+            self._record(state, step.action, step, Outcome(finding.result, finding.error))
+        self._run(state, [(send.action, _step(plan, send.step)) for send in closing.sends])
         return Report(dict(state.outcomes))
 
-    def _run(self, state: _Pass, steps: list[Step]) -> None:
-        futures: list[tuple[Step, Future[Outcome]]] = []
-        for step in steps:
+    def _run(self, state: _Pass, work: list[tuple[Action, Step | None]]) -> None:
+        """Send ``work`` concurrently; an action that carries out a step records its outcome."""
+        futures: list[tuple[Action, Step | None, Future[Outcome]]] = []
+        for action, step in work:
             blocked = self._blocked(state, step)
             if blocked is not None:
-                self._record(state, step, blocked)
+                self._record(state, action, step, blocked)
             else:
-                job = partial(self._attempt, state, step.action)
-                futures.append((step, self.pool.submit(job)))
-        for step, future in futures:
-            self._record(state, step, future.result())
+                job = partial(self._attempt, state, action)
+                futures.append((action, step, self.pool.submit(job)))
+        for action, step, future in futures:
+            self._record(state, action, step, future.result())
 
-    def _blocked(self, state: _Pass, step: Step) -> Outcome | None:
+    def _blocked(self, state: _Pass, step: Step | None) -> Outcome | None:
         """Why a step must not run: the controller may not write, or a step it needs did not
-        happen (a failure there makes this one skipped, a stale picture makes it wait)."""
+        happen."""
         if not self.writer.may_write():
             return Outcome("aborted")
-        missing = [i for i in step.after if state.outcome(i).result != "done"]
-        if not missing:
+        if step is None:
             return None
-        results = {state.outcome(i).result for i in missing}
-        result: Result = "skipped" if results & {"failed", "skipped"} else "replan"
-        return Outcome(result, f"{state.plan.steps[missing[0]].action.describe()} did not happen")
+        with state.lock:
+            hindrance = state.plan.hindrance(step, state.outcomes)
+        return None if hindrance is None else Outcome(hindrance.result, hindrance.error)
 
     def _attempt(self, state: _Pass, action: Action) -> Outcome:
         """Carry out one action and say what became of it; never raises."""
@@ -138,16 +114,15 @@ class Applier:
         except Aborted:
             return Outcome("aborted")
         except KubeError as error:
-            return Outcome(
-                "failed", str(error), notices=self._failure_notices(state, action, error)
-            )
-        return Outcome("done", expectations=written.expectations, notices=written.notices)
+            return Outcome("failed", str(error))
+        return Outcome("done", expectations=written)
 
-    def _record(self, state: _Pass, step: Step, outcome: Outcome) -> None:
-        with state.lock:
-            state.outcomes[step.index] = outcome
-        self.metrics.count_action(type(step.action).__name__, outcome.result)
-        fields = {"action": step.action.describe(), "result": outcome.result}
+    def _record(self, state: _Pass, action: Action, step: Step | None, outcome: Outcome) -> None:
+        if step is not None:
+            with state.lock:
+                state.outcomes[step.index] = outcome
+        self.metrics.count_action(type(action).__name__, outcome.result)
+        fields = {"action": action.describe(), "result": outcome.result}
         if outcome.result == "done":
             log.info("applied", extra=fields)
         elif outcome.result == "failed":
@@ -155,98 +130,6 @@ class Applier:
         else:
             log.info("action not applied", extra={**fields, "error": outcome.error})
 
-    def _failure_notices(
-        self, state: _Pass, action: Action, error: KubeError
-    ) -> tuple[EmitEvent, ...]:
-        """A Warning on the object concerned; for a namespace, on the SubNamespaces for it."""
-        message = f"could not {action.describe()}: {error}"
-        if isinstance(action, (CreateObject, ReplaceObject, DeleteObject, AnnotateObject)):
-            return (EmitEvent(action.ref, "Warning", REASON_APPLY_FAILED, message),)
-        if isinstance(action, _SUBNAMESPACE_ACTIONS):
-            involved = state.known.ref(action.namespace, action.name)
-            return (EmitEvent(involved, "Warning", REASON_APPLY_FAILED, message),)
-        return tuple(
-            EmitEvent(state.known.ref(*key), "Warning", REASON_APPLY_FAILED, message)
-            for key in state.plan.statuses
-            if key[1] == action.namespace
-        )
 
-    # -- the end of a pass ----------------------------------------------------------------------
-
-    def _finish(self, state: _Pass, last: list[Step]) -> None:
-        """Statuses, planned events and the events telling what the pass did, concurrently."""
-        jobs: list[tuple[Step | None, Callable[[], Outcome]]] = []
-        jobs.extend(self._status_jobs(state, last))
-        for step in last:
-            if isinstance(step.action, EmitEvent):
-                blocked = self._blocked(state, step)
-                if blocked is not None:
-                    self._record(state, step, blocked)
-                else:
-                    jobs.append((step, partial(self._attempt, state, step.action)))
-        with state.lock:
-            notices = [n for o in state.outcomes.values() for n in o.notices]
-        jobs.extend((None, partial(self._tell, n)) for n in notices)
-        futures = [(owner, self.pool.submit(job)) for owner, job in jobs]
-        for owner, future in futures:
-            outcome = future.result()
-            if owner is not None:
-                self._record(state, owner, outcome)
-
-    def _status_jobs(
-        self, state: _Pass, last: list[Step]
-    ) -> list[tuple[Step | None, Callable[[], Outcome]]]:
-        """The planned statuses, with Ready=False where a namespace's writes failed; left
-        for the next pass where they could not be done yet."""
-        troubled, pending = self._left_over(state)
-        planned = {
-            (s.action.namespace, s.action.name): s
-            for s in last
-            if isinstance(s.action, PatchSubNamespaceStatus)
-        }
-        jobs: list[tuple[Step | None, Callable[[], Outcome]]] = []
-        for key, status in state.plan.statuses.items():
-            step, name = planned.get(key), key[1]
-            if name in troubled:
-                status = _failed(status, troubled[name])
-                sub = state.known.subnamespace(*key)
-                if sub is None or not status_differs(sub, status):
-                    if step is not None:
-                        self._record(state, step, Outcome("done"))
-                    continue
-            elif step is None:
-                continue
-            elif name in pending:
-                self._record(state, step, Outcome("replan", f"writes to {name} are pending"))
-                continue
-            action = PatchSubNamespaceStatus(key[0], key[1], status)
-            jobs.append((step, partial(self._attempt, state, action)))
-        return jobs
-
-    def _tell(self, notice: EmitEvent) -> Outcome:
-        self.writer.tell(notice)
-        return Outcome("done")
-
-    def _left_over(self, state: _Pass) -> tuple[dict[str, str], set[str]]:
-        """Namespaces with a failed or skipped write (with the first reason), and namespaces
-        with writes left for the next pass."""
-        troubled: dict[str, str] = {}
-        pending: set[str] = set()
-        for step in state.plan.steps:
-            action = step.action
-            outcome = state.outcomes.get(step.index)
-            if outcome is None or isinstance(action, (*_SUBNAMESPACE_ACTIONS, EmitEvent)):
-                continue
-            if outcome.result in ("failed", "skipped"):
-                reason = f"could not {action.describe()}: {outcome.error}"
-                troubled.setdefault(action.namespace, reason)
-            elif outcome.result in ("replan", "aborted"):
-                pending.add(action.namespace)
-        return troubled, pending
-
-
-def _failed(status: SubNamespaceStatus, why: str) -> SubNamespaceStatus:
-    """``status`` with Ready=False for ``why``."""
-    ready = Condition(CONDITION_READY, "False", REASON_APPLY_FAILED, why)
-    others = tuple(c for c in status.conditions if c.type != CONDITION_READY)
-    return SubNamespaceStatus(status.observed_generation, (*others, ready))
+def _step(plan: Plan, index: int | None) -> Step | None:
+    return None if index is None else plan.steps[index]

@@ -23,13 +23,13 @@ from typing import Any, Literal
 
 from controller.owners import awaits_verdict
 from controller.throttle import Backoff
+from libaccurate import subnamespaces
 from libaccurate.config import WatchedResource
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_PROPAGATE,
     FIELD_MANAGER,
     GROUP,
-    STORAGE_VERSION,
     SUBNAMESPACE_PLURAL,
 )
 from libaccurate.forest import Forest
@@ -128,7 +128,7 @@ def mirrored(watched: Iterable[WatchedResource], propagate_generated: bool) -> l
         Resource(NAMESPACES, resource_path("", "v1", NAMESPACES), _namespace_keeper),
         Resource(
             SUBNAMESPACES,
-            resource_path(GROUP, STORAGE_VERSION, SUBNAMESPACE_PLURAL),
+            subnamespaces.path(),
             _without_managed_fields,
         ),
     ]

@@ -20,9 +20,9 @@ from typing import Any, Literal
 
 from controller.throttle import Throttle
 from libaccurate.actions import ObjectRef
+from libaccurate.constants import EVENT_COMPONENT
 from libaccurate.kube import ApiError, Kube, KubeError, resource_path
 
-COMPONENT = "accurate-controller"
 # client-go's correlator remembers this many distinct events.
 REMEMBERED = 4096
 # How often a repeated event's count is written back (client-go's spam filter refills one
@@ -131,8 +131,8 @@ class Recorder:
             "type": type_,
             "reason": reason,
             "message": message,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
+            "source": {"component": EVENT_COMPONENT},
+            "reportingComponent": EVENT_COMPONENT,
             "reportingInstance": self.instance,
             "firstTimestamp": now,
             "lastTimestamp": now,

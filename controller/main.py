@@ -35,9 +35,9 @@ from controller.sudoers import Sudoers, keeps_sudoers
 from controller.throttle import Throttle
 from controller.webhook import WebhookServer
 from controller.writes import Writer
-from libaccurate import __version__
+from libaccurate import __version__, subnamespaces
 from libaccurate.config import Config, ConfigError, parse_config, resolve_watches
-from libaccurate.constants import GROUP, STORAGE_VERSION, SUBNAMESPACE_KIND, SUBNAMESPACE_PLURAL
+from libaccurate.constants import SUBNAMESPACE_KIND, SUBNAMESPACE_PLURAL
 from libaccurate.kube import ConnectionOptions, Kube, KubeError
 from libaccurate.kubeconfig import load_credentials
 
@@ -81,6 +81,9 @@ class Controller:
 def main(argv: Sequence[str] | None = None) -> None:
     options = parse(argv)
     setup_logging(options.log_format, options.log_level)
+    if options.ignored:
+        message = "ignoring flags accepted only for compatibility with the Go Accurate"
+        log.info(message, extra={"flags": options.ignored})
     stop = threading.Event()
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: stop.set())
@@ -205,7 +208,7 @@ def _read_config(path: str) -> Config:
 
 
 def _require_subnamespaces(discovery: list[dict[str, object]]) -> None:
-    group_version = f"{GROUP}/{STORAGE_VERSION}"
+    group_version = subnamespaces.api_version()
     for resource_list in discovery:
         if resource_list.get("groupVersion") != group_version:
             continue

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from controller.cache import NAMESPACES, SUBNAMESPACES, Expectation, resource_name
 from controller.events import Recorder
 from controller.metrics import Metrics
 from controller.throttle import Backoff, Throttle
+from libaccurate import subnamespaces
 from libaccurate.actions import (
     Action,
     AddFinalizer,
@@ -35,18 +35,13 @@ from libaccurate.actions import (
     RemoveFinalizer,
     ReplaceObject,
 )
-from libaccurate.cloning import copied_from
 from libaccurate.config import WatchedResource
 from libaccurate.constants import (
     CREATED_BY_VALUE,
     FIELD_MANAGER,
     FINALIZER,
-    GROUP,
     LABEL_CREATED_BY,
     LABEL_PARENT,
-    STORAGE_VERSION,
-    SUBNAMESPACE_KIND,
-    SUBNAMESPACE_PLURAL,
 )
 from libaccurate.kube import ApiError, Kube, KubeError, resource_path
 from libaccurate.lifecycle import OWNED_CONDITIONS
@@ -54,14 +49,8 @@ from libaccurate.lifecycle import OWNED_CONDITIONS
 Obj = dict[str, Any]
 T = TypeVar("T")
 
-SUBNAMESPACE_API_VERSION = f"{GROUP}/{STORAGE_VERSION}"
 DELETE_OPTIONS = {"apiVersion": "v1", "kind": "DeleteOptions"}
 RETRY_AFTER_LIMIT = 30.0
-
-REASON_NAMESPACE_CREATED = "NamespaceCreated"
-REASON_COPY_CREATED = "CopyCreated"
-REASON_COPY_RECREATED = "CopyRecreated"
-REASON_COPY_DELETED = "CopyDeleted"
 
 
 class Replan(Exception):
@@ -72,12 +61,13 @@ class Aborted(Exception):
     """The controller is stopping or lost the lease: no more writes."""
 
 
-@dataclass(frozen=True)
-class Written:
-    """What a write leaves behind: how it will show in the cache, and what to tell users."""
+# How the writes of an action will show in the cache once their watch events arrived.
+Written = tuple[Expectation, ...]
 
-    expectations: tuple[Expectation, ...] = ()
-    notices: tuple[EmitEvent, ...] = ()
+
+def unreachable(value: NoReturn) -> NoReturn:
+    """Where a ``match`` over a closed set of types ends: mypy flags a forgotten case."""
+    raise AssertionError(f"unhandled {type(value).__name__}")
 
 
 def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -146,12 +136,6 @@ class Known:
         with self._lock:
             self._subnamespaces[(metadata.get("namespace", ""), metadata.get("name", ""))] = obj
 
-    def ref(self, namespace: str, name: str) -> ObjectRef:
-        """What an event about SubNamespace ``namespace/name`` points at (with its uid)."""
-        found = self.subnamespace(namespace, name)
-        uid = _metadata(found).get("uid") if found else None
-        return ObjectRef(SUBNAMESPACE_API_VERSION, SUBNAMESPACE_KIND, namespace, name, uid)
-
 
 class Writer:
     """Sends the requests of one action at a time; shared by the applier's workers."""
@@ -178,31 +162,32 @@ class Writer:
 
     def write(self, action: Action, known: Known) -> Written:
         """Carry out ``action``; raises Replan, Aborted or KubeError when it did not happen."""
-        if isinstance(action, CreateNamespace):
-            return self._create_namespace(action, known)
-        if isinstance(action, ApplyNamespaceMetadata):
-            return self._apply_namespace(action, known)
-        if isinstance(action, DeleteNamespace):
-            return self._delete_namespace(action)
-        if isinstance(action, (AddFinalizer, RemoveFinalizer)):
-            return self._set_finalizer(action, known)
-        if isinstance(action, PatchSubNamespaceStatus):
-            return self._patch_status(action, known)
-        if isinstance(action, CreateObject):
-            return self._create_object(action.object)
-        if isinstance(action, ReplaceObject):
-            return self._replace_object(action)
-        if isinstance(action, DeleteObject):
-            return self._delete_object(action)
-        if isinstance(action, AnnotateObject):
-            return self._annotate_object(action)
-        self.tell(action)
-        return Written()
-
-    def tell(self, notice: EmitEvent) -> None:
-        """Record an event, unless this replica may no longer write."""
-        if self.may_write():
-            self.recorder.record(notice.involved, notice.type, notice.reason, notice.message)
+        match action:
+            case CreateNamespace():
+                return self._create_namespace(action, known)
+            case ApplyNamespaceMetadata():
+                return self._apply_namespace(action, known)
+            case DeleteNamespace():
+                return self._delete_namespace(action)
+            case AddFinalizer() | RemoveFinalizer():
+                return self._set_finalizer(action, known)
+            case PatchSubNamespaceStatus():
+                return self._patch_status(action, known)
+            case CreateObject():
+                return self._create_object(action.object)
+            case ReplaceObject():
+                return self._replace_object(action)
+            case DeleteObject():
+                return self._delete_object(action)
+            case AnnotateObject():
+                return self._annotate_object(action)
+            case EmitEvent():
+                if not self.may_write():
+                    raise Aborted
+                self.recorder.record(action.involved, action.type, action.reason, action.message)
+                return ()
+            case _:
+                unreachable(action)
 
     def _call(self, send: Callable[[], T]) -> T:
         """Send one request, trying again on 429, 5xx and timeouts; 409 Conflict is Replan."""
@@ -277,12 +262,7 @@ class Writer:
                 raise Replan(f"namespace {action.name} already exists") from error
             raise
         known.put_namespace(created)
-        applied = self._apply_namespace(action, known)
-        message = f"created namespace {action.name}"
-        notice = EmitEvent(
-            known.ref(parent, action.name), "Normal", REASON_NAMESPACE_CREATED, message
-        )
-        return Written(applied.expectations, (notice,))
+        return self._apply_namespace(action, known)
 
     def _apply_namespace(
         self, action: CreateNamespace | ApplyNamespaceMetadata, known: Known
@@ -308,13 +288,13 @@ class Writer:
         if applied is None:
             raise Replan(f"namespace {action.name} is gone")
         known.put_namespace(applied)
-        return Written((_expect(NAMESPACES, applied),))
+        return (_expect(NAMESPACES, applied),)
 
     def _delete_namespace(self, action: DeleteNamespace) -> Written:
         path = resource_path("", "v1", NAMESPACES, name=action.name)
         if not self._delete(path, {"uid": action.uid}):
-            return Written()
-        return Written((Expectation(NAMESPACES, "", action.name, "terminating", uid=action.uid),))
+            return ()
+        return (Expectation(NAMESPACES, "", action.name, "terminating", uid=action.uid),)
 
     # -- SubNamespaces ------------------------------------------------------------------------
 
@@ -322,14 +302,14 @@ class Writer:
         self, known: Known, key: tuple[str, str], body: Obj, subresource: str | None = None
     ) -> Written:
         namespace, name = key
-        path = resource_path(GROUP, STORAGE_VERSION, SUBNAMESPACE_PLURAL, namespace, name)
+        path = subnamespaces.path(namespace, name)
         if subresource:
             path = f"{path}/{subresource}"
         patched = self._found(lambda: self.kube.patch(path, body))
         if patched is None:
             raise Replan(f"SubNamespace {namespace}/{name} is gone")
         known.put_subnamespace(patched)
-        return Written((_expect(SUBNAMESPACES, patched),))
+        return (_expect(SUBNAMESPACES, patched),)
 
     def _known(self, known: Known, namespace: str, name: str) -> Mapping[str, Any]:
         sub = known.subnamespace(namespace, name)
@@ -352,9 +332,7 @@ class Writer:
             return written
         # The last finalizer of an object being deleted: it goes away.
         uid = _metadata(sub).get("uid")
-        return Written(
-            (Expectation(SUBNAMESPACES, action.namespace, action.name, "gone", uid=uid),)
-        )
+        return (Expectation(SUBNAMESPACES, action.namespace, action.name, "gone", uid=uid),)
 
     def _patch_status(self, action: PatchSubNamespaceStatus, known: Known) -> Written:
         """Write the conditions the controller owns, keeping the others, and keeping the
@@ -386,25 +364,18 @@ class Writer:
 
     # -- copies -------------------------------------------------------------------------------
 
-    def _create_object(
-        self, obj: Mapping[str, Any], notice: tuple[str, str] | None = None
-    ) -> Written:
+    def _create_object(self, obj: Mapping[str, Any]) -> Written:
         ref = ObjectRef.of(obj)
         path, resource = self._object_path(ref, collection=True)
         try:
             created = self._call(lambda: self.kube.create(path, obj))
         except ApiError as error:
             if error.namespace_terminating:
-                return Written()
+                return ()
             if error.already_exists or error.not_found:
                 raise Replan(f"cannot create {ref}: {error.message}") from error
             raise
-        reason, message = notice or (
-            REASON_COPY_CREATED,
-            f"copied from namespace {copied_from(obj)}",
-        )
-        told = EmitEvent(ObjectRef.of(created), "Normal", reason, message)
-        return Written((_expect(resource, created),), (told,))
+        return (_expect(resource, created),)
 
     def _replace_object(self, action: ReplaceObject) -> Written:
         ref = action.ref
@@ -421,27 +392,20 @@ class Writer:
             if _immutable(error):
                 return self._recreate(action)
             raise
-        # No event: following its source is a copy's routine, and an event per copy would
-        # double the requests of every fan-out (the copy's source-hash tells the same).
-        return Written((_expect(resource, replaced),))
+        return (_expect(resource, replaced),)
 
     def _recreate(self, action: ReplaceObject) -> Written:
         """Delete the object (that incarnation only) and create the copy in its place."""
         path, _ = self._object_path(action.ref)
         self._delete(path, {"uid": action.uid})
-        origin = copied_from(action.object)
-        message = f"deleted and created again from namespace {origin}: a field of it is immutable"
-        return self._create_object(action.object, (REASON_COPY_RECREATED, message))
+        return self._create_object(action.object)
 
     def _delete_object(self, action: DeleteObject) -> Written:
         ref = action.ref
         path, resource = self._object_path(ref)
         if not self._delete(path, {"uid": ref.uid, "resourceVersion": action.resource_version}):
-            return Written()
-        message = "deleted: its source is gone or no longer propagates it here"
-        told = EmitEvent(ref, "Normal", REASON_COPY_DELETED, message)
-        gone = Expectation(resource, ref.namespace, ref.name, "terminating", uid=ref.uid)
-        return Written((gone,), (told,))
+            return ()
+        return (Expectation(resource, ref.namespace, ref.name, "terminating", uid=ref.uid),)
 
     def _annotate_object(self, action: AnnotateObject) -> Written:
         path, resource = self._object_path(action.ref)
@@ -449,4 +413,4 @@ class Writer:
         patched = self._found(lambda: self.kube.patch(path, body))
         if patched is None:
             raise Replan(f"{action.ref} is gone")
-        return Written((_expect(resource, patched),))
+        return (_expect(resource, patched),)

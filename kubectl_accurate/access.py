@@ -14,10 +14,11 @@ from typing import Any
 
 import click
 
-from kubectl_accurate.flags import connect, generic_flags
+from kubectl_accurate.flags import cache_dir, connect, generic_flags
 from kubectl_accurate.main import Group, command, epilog, namespace_argument, output_option, root
 from kubectl_accurate.output import CliError, Printer
-from kubectl_accurate.reads import namespace_path, subnamespace_path
+from kubectl_accurate.reads import namespace_path
+from kubectl_accurate.subnamespace_api import NotServed, SubNamespaceApi
 from libaccurate import access as model
 from libaccurate.access import LEVELS, AccessError, Edit, Subject
 from libaccurate.constants import LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
@@ -253,17 +254,17 @@ def allowed(kube: Kube, attributes: Obj) -> bool:
     return bool(kube.create(path, review).get("status", {}).get("allowed"))
 
 
-def tree(kube: Kube, top: str) -> list[str]:
-    """``top`` and every sub-namespace below it, following the SubNamespaces in each."""
+def tree(ctx: click.Context, kube: Kube, top: str) -> list[str]:
+    """``top`` and every sub-namespace below it, following the SubNamespaces in each (none
+    where the cluster has no SubNamespace API)."""
+    api = SubNamespaceApi(kube, cache_dir(ctx))
     found, pending = [], [top]
     while pending:
         name = pending.pop(0)
         found.append(name)
         try:
-            items = kube.list_objects(subnamespace_path(name)).get("items") or []
-        except ApiError as error:
-            if not error.not_found:
-                raise
+            items = api.list(name)
+        except NotServed:
             items = []
         pending += sorted(item["metadata"]["name"] for item in items)
     return found
@@ -279,7 +280,7 @@ def list_access(ctx: click.Context, root_name: str, output: str | None) -> None:
     require_root(kube, root_name)
     bindings = [
         binding
-        for name in tree(kube, root_name)
+        for name in tree(ctx, kube, root_name)
         for binding in kube.list_objects(_path("RoleBinding", namespace=name)).get("items") or []
     ]
     rows = model.grant_rows(root_name, bindings)
@@ -317,7 +318,7 @@ def check(
     require_root(kube, root_name)
     rows = [
         [name, probe.capability, *_answer(kube, probe.review(person, groups, name))]
-        for name in tree(kube, root_name)
+        for name in tree(ctx, kube, root_name)
         for probe in model.PROBES
     ]
     rows.append(["*", "sudo", *_answer(kube, model.sudo_review(person, groups, root_name))])

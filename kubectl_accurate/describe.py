@@ -1,4 +1,5 @@
-"""``ns describe``: a namespace's place in the forest and the objects propagated into or out of it.
+"""``ns describe``: a namespace's place in the forest, the objects propagated into or out of it,
+and the controller's latest Events about it.
 
 The Go plugin stops when the controller's config is unreadable and when one kind cannot be
 listed; here a tenant still gets everything they may see: the watched kinds come from
@@ -13,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_accurate.changes import NO_TYPE
+from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.output import CliError, Printer, shorten
-from kubectl_accurate.reads import Namespaces
 from kubectl_accurate.watched import Watched
 from libaccurate.cloning import copied_from, propagate_mode
-from libaccurate.constants import TYPE_ROOT, TYPE_TEMPLATE
+from libaccurate.constants import EVENT_COMPONENT, SUBNAMESPACE_KIND, TYPE_ROOT, TYPE_TEMPLATE
 from libaccurate.kube import ApiError, Kube, resource_path
 
 
@@ -28,6 +29,22 @@ class Row:
     name: str
     from_: str
     mode: str
+
+
+# The controller tells of a pass in a handful of Events; the latest few say what it last did.
+EVENTS_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One of the controller's Events: when it was last seen, and what it says about what."""
+
+    last_seen: str
+    type: str
+    reason: str
+    object: str
+    message: str
+    count: int
 
 
 @dataclass(frozen=True)
@@ -42,6 +59,7 @@ class Description:
     watched: Watched
     rows: tuple[Row, ...]
     skipped: tuple[tuple[str, str], ...]
+    events: tuple[EventRow, ...] = ()
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -68,6 +86,17 @@ class Description:
                 for row in self.rows
             ],
             "skipped": [{"resource": kind, "reason": reason} for kind, reason in self.skipped],
+            "events": [
+                {
+                    "lastSeen": event.last_seen,
+                    "type": event.type,
+                    "reason": event.reason,
+                    "object": event.object,
+                    "message": event.message,
+                    "count": event.count,
+                }
+                for event in self.events
+            ],
         }
 
 
@@ -88,6 +117,7 @@ def describe(kube: Kube, namespaces: Namespaces, name: str, watched: Watched) ->
             skipped.append((resource.plural, error.message))
             continue
         rows.extend(_row(gvk.kind, gvk.api_version, item) for item in items if _propagated(item))
+    events = _events(kube, name, node.parent, skipped)
     problem = forest.problem(name)
     return Description(
         name=name,
@@ -100,6 +130,42 @@ def describe(kube: Kube, namespaces: Namespaces, name: str, watched: Watched) ->
         watched=watched,
         rows=tuple(sorted(rows, key=lambda r: (r.kind, r.name))),
         skipped=tuple(skipped),
+        events=events,
+    )
+
+
+def _events(
+    kube: Kube, name: str, parent: str | None, skipped: list[tuple[str, str]]
+) -> tuple[EventRow, ...]:
+    """The controller's latest Events in the namespace (about its sources and copies) and on
+    its SubNamespace (in the parent namespace), oldest first as ``kubectl describe`` lists
+    them; where the user may not list Events, that is noted as skipped."""
+    wanted = f"source={EVENT_COMPONENT}"
+    queries = [(name, wanted)]
+    if parent is not None:
+        on_subnamespace = f"involvedObject.kind={SUBNAMESPACE_KIND},involvedObject.name={name}"
+        queries.append((parent, f"{wanted},{on_subnamespace}"))
+    found: list[Mapping[str, Any]] = []
+    for namespace, selector in queries:
+        path = resource_path("", "v1", "events", namespace)
+        try:
+            found.extend(kube.list_objects(path, fieldSelector=selector).get("items") or [])
+        except ApiError as error:
+            skipped.append((f"events in {namespace}", error.message))
+    rows = sorted((_event_row(event) for event in found), key=lambda e: e.last_seen)
+    return tuple(rows[-EVENTS_SHOWN:])
+
+
+def _event_row(event: Mapping[str, Any]) -> EventRow:
+    involved = event.get("involvedObject") or {}
+    seen = event.get("lastTimestamp") or event.get("eventTime") or ""
+    return EventRow(
+        last_seen=str(seen),
+        type=str(event.get("type") or ""),
+        reason=str(event.get("reason") or ""),
+        object=f"{involved.get('kind', '')}/{involved.get('name', '')}",
+        message=str(event.get("message") or ""),
+        count=int(event.get("count") or 1),
     )
 
 
@@ -147,8 +213,23 @@ def show(printer: Printer, description: Description) -> None:
         printer.line(("Resources:", "bold"))
         table = [(r.kind, r.name, r.from_ or "-", r.mode or "-") for r in description.rows]
         printer.table(("KIND", "NAME", "FROM", "MODE"), table, indent="  ")
+    _show_events(printer, description.events)
     for resource, reason in description.skipped:
         printer.line(("Skipped:", "yellow"), f" {resource}: {reason}")
+
+
+def _show_events(printer: Printer, events: tuple[EventRow, ...]) -> None:
+    printer.line("")
+    if not events:
+        printer.line(("Events:", "bold"), " none from the controller")
+        return
+    printer.line(("Events:", "bold"))
+    rows = [(e.last_seen, e.type, e.reason, e.object, _counted(e.message, e.count)) for e in events]
+    printer.table(("LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"), rows, indent="  ")
+
+
+def _counted(message: str, count: int) -> str:
+    return f"{message} (x{count})" if count > 1 else message
 
 
 def _count(names: tuple[str, ...]) -> str:

@@ -15,10 +15,11 @@ from datetime import datetime, timezone
 
 import click
 
-from kubectl_accurate.flags import connect
+from kubectl_accurate.flags import cache_dir, connect
 from kubectl_accurate.main import accurate_namespace_option, command, namespace_argument, root
 from kubectl_accurate.output import CliError, Printer
-from kubectl_accurate.reads import list_namespaces
+from kubectl_accurate.reads import read_namespaces
+from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from libaccurate.kube import Kube
 from libaccurate.report import billing_keys, flat_header, rows
 
@@ -70,7 +71,7 @@ def report(
     if bool(database) != bool(table):
         raise click.UsageError("--to and --table go together")
     kube = connect(ctx)
-    namespaces = list_namespaces(kube)
+    namespaces = read_namespaces(kube, SubNamespaceApi(kube, cache_dir(ctx)), [top], below=True)
     if top is not None and namespaces.forest.root_of(top) != top:
         known = top in namespaces.forest
         raise CliError(f"{top} is not a root namespace" if known else f"namespace {top} not found")

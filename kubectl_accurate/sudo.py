@@ -60,7 +60,7 @@ def sudo(ctx: click.Context, namespace: str | None, args: tuple[str, ...]) -> No
         raise CliError("sudo sets --as and --as-group itself; run it without them")
     kube = Kube.connect(options, user_agent=USER_AGENT)
     me = whoami(kube)
-    target = namespace or kube.credentials.namespace or "default"
+    target = namespace or kube.credentials.namespace
     tree_root = _sudo_root(kube, me, target)
     group = sudo_group(tree_root)
     click.echo(

@@ -164,9 +164,14 @@ class PatchSubNamespaceStatus:
 
 @dataclass(frozen=True)
 class CreateObject:
-    """Create a copy; a 'namespace is terminating' refusal is not a failure."""
+    """Create a copy; a 'namespace is terminating' refusal is not a failure.
+
+    ``origin`` is the object at the top of the chain of copies (the source a person made),
+    on which the pass reports the copies it made.
+    """
 
     object: Mapping[str, Any] = field(repr=False)
+    origin: ObjectRef | None = None
 
     @property
     def ref(self) -> ObjectRef:
@@ -211,11 +216,13 @@ class DeleteObject:
     """Delete a copy, with uid and resourceVersion preconditions.
 
     The preconditions make sure an object re-created or edited since the snapshot (perhaps
-    by a user, perhaps no longer a copy) is never deleted by a stale plan.
+    by a user, perhaps no longer a copy) is never deleted by a stale plan. ``origin`` names
+    the object the chain of copies came from (perhaps gone), on which the pass reports them.
     """
 
     ref: ObjectRef
     resource_version: str | None
+    origin: ObjectRef | None = None
 
     @property
     def namespace(self) -> str:

@@ -345,6 +345,9 @@ def _subnamespace_deletion_denial(obj: Mapping[str, Any], forest: Forest) -> str
     """Deleting a SubNamespace deletes its namespace, so that namespace must have no children.
 
     A namespace of the same name that is not this SubNamespace's child is never deleted by it.
+    So the verdict rests on the namespace's parent label: ``forest`` must hold the namespace as
+    the API has it now (``sub move`` patches the label, then deletes the old SubNamespace at
+    once), as well as its current children.
     """
     metadata = obj["metadata"]
     namespace, name = metadata["namespace"], metadata["name"]

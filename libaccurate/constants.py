@@ -50,3 +50,6 @@ V1_STATUS_OK: Final = "ok"
 V1_STATUS_CONFLICT: Final = "conflict"
 
 FEATURE_DISABLE_PROPAGATE_GENERATED: Final = "DisablePropagateGenerated"
+
+# What the controller's Events name as their source, and what the plugin looks them up by.
+EVENT_COMPONENT: Final = "accurate-controller"

@@ -61,6 +61,7 @@ def convert_subnamespace(obj: Mapping[str, Any], to_api_version: str) -> dict[st
             raise ConversionError(
                 f"unknown {role} apiVersion {version!r}; expected one of {', '.join(API_VERSIONS)}"
             )
+    _check_shape(obj, source == V1)
     converted = copy.deepcopy(dict(obj))
     if source == V1 and to_api_version != V1:
         _v1_to_v2(converted)
@@ -68,6 +69,33 @@ def convert_subnamespace(obj: Mapping[str, Any], to_api_version: str) -> dict[st
         _v2_to_v1(converted)
     converted["apiVersion"] = to_api_version
     return converted
+
+
+def _check_shape(obj: Mapping[str, Any], v1: bool) -> None:
+    """The fields conversion reads must have the types the CRD's schema gives them; the API
+    server guarantees that, a hostile caller of the webhook does not."""
+    metadata = _typed(obj, "metadata", dict, "an object")
+    _typed(metadata, "generation", int, "an integer", "metadata.")
+    annotations = _typed(metadata, "annotations", dict, "a map of strings", "metadata.")
+    if not all(isinstance(value, str) for value in annotations.values()):
+        raise ConversionError("metadata.annotations must be a map of strings")
+    if v1:
+        return
+    status = _typed(obj, "status", dict, "an object")
+    _typed(status, "observedGeneration", int, "an integer", "status.")
+    conditions = _typed(status, "conditions", list, "a list of objects", "status.")
+    if not all(isinstance(condition, dict) for condition in conditions):
+        raise ConversionError("status.conditions must be a list of objects")
+
+
+def _typed(parent: Mapping[str, Any], key: str, kind: type, wanted: str, where: str = "") -> Any:
+    """``parent[key]`` if it is a ``kind`` (an empty one if it is absent)."""
+    value = parent.get(key)
+    if value is None:
+        return kind()
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ConversionError(f"{where}{key} must be {wanted}")
+    return value
 
 
 def _v1_to_v2(obj: dict[str, Any]) -> None:

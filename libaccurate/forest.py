@@ -81,6 +81,9 @@ def node_from_object(namespace: Mapping[str, Any]) -> Node:
     )
 
 
+ProblemReason = Literal["Cycle", "MissingReference"]
+
+
 @dataclass(frozen=True)
 class Problem:
     """Why nothing can flow into a namespace: a cycle, or a link to a missing namespace.
@@ -89,7 +92,7 @@ class Problem:
     about, so that a message can name every namespace an operator has to look at.
     """
 
-    reason: Literal["Cycle", "MissingReference"]
+    reason: ProblemReason
     namespaces: tuple[str, ...]
 
     @property

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from libaccurate.actions import (
     Action,
@@ -37,6 +37,28 @@ from libaccurate.propagation import plan_kind
 
 Object = Mapping[str, Any]
 RBAC_GROUP = "rbac.authorization.k8s.io"
+# Statuses and events run last, when it is known what the other writes did (see closing.py).
+FINAL_STAGE = 6
+
+Result = Literal["done", "replan", "failed", "skipped", "aborted"]
+
+
+class Happened(Protocol):
+    """What became of a step: ``error`` says why it did not happen."""
+
+    @property
+    def result(self) -> Result: ...
+
+    @property
+    def error(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A step's fate decided without sending it: a prerequisite did not happen."""
+
+    result: Result
+    error: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,14 +100,15 @@ class Plan:
     """The ordered steps of a pass, the status of each live SubNamespace, and broken chains.
 
     ``statuses`` (keyed by SubNamespace namespace and name) assume every step succeeds; when
-    a step for a namespace fails, the controller reports Ready=False instead. ``problems``
-    lists the namespaces in a cycle or under a missing reference, which get nothing until an
-    operator fixes them.
+    a step for a namespace fails, the pass reports Ready=False instead (closing.py).
+    ``problems`` lists the namespaces in a cycle or under a missing reference, which get
+    nothing until an operator fixes them. ``subnamespaces`` are the snapshot's, by key.
     """
 
     steps: tuple[Step, ...]
     statuses: Mapping[tuple[str, str], SubNamespaceStatus]
     problems: Mapping[str, Problem]
+    subnamespaces: Mapping[tuple[str, str], Object] = field(default_factory=dict)
 
     @property
     def actions(self) -> tuple[Action, ...]:
@@ -96,11 +119,23 @@ class Plan:
         return tuple(a for a in self.actions if not isinstance(a, EmitEvent))
 
     def stages(self) -> tuple[tuple[Step, ...], ...]:
-        """Steps grouped so that each group may run concurrently, after the previous group."""
+        """The steps before the final stage, grouped so that each group may run concurrently,
+        after the previous group; what the final stage sends is decided by closing.py."""
         grouped: dict[int, list[Step]] = {}
         for step in self.steps:
-            grouped.setdefault(step.stage, []).append(step)
+            if step.stage < FINAL_STAGE:
+                grouped.setdefault(step.stage, []).append(step)
         return tuple(tuple(grouped[stage]) for stage in sorted(grouped))
+
+    def hindrance(self, step: Step, happened: Mapping[int, Happened]) -> Finding | None:
+        """Why ``step`` must not run, if a step it needs did not happen: a failure there
+        makes it skipped, a stale picture leaves it to the next pass."""
+        missing = [i for i in step.after if happened[i].result != "done"]
+        if not missing:
+            return None
+        results = {happened[i].result for i in missing}
+        result: Result = "skipped" if results & {"failed", "skipped"} else "replan"
+        return Finding(result, f"{self.steps[missing[0]].action.describe()} did not happen")
 
 
 def plan(snapshot: Snapshot) -> Plan:
@@ -129,7 +164,7 @@ def plan(snapshot: Snapshot) -> Plan:
         statuses[(verdict.namespace, verdict.name)] = status
         if status_differs(sub, status):
             actions.append(PatchSubNamespaceStatus(verdict.namespace, verdict.name, status))
-    return Plan(_order(actions, forest), statuses, forest.problems())
+    return Plan(_order(actions, forest), statuses, forest.problems(), subnamespaces)
 
 
 def _future_forest(
@@ -172,7 +207,7 @@ def _stage(action: Action) -> int:
     RoleBindings that reference them (the API checks a binding against its role); copies are
     deleted only after all creations, so that a name moving between namespaces never leaves a
     gap; a namespace is deleted before its SubNamespace lets go; statuses and events come
-    last, when the controller knows what failed.
+    last, when it is known what failed.
     """
     if isinstance(action, (AddFinalizer, CreateNamespace, ApplyNamespaceMetadata, AnnotateObject)):
         return 0
@@ -185,7 +220,7 @@ def _stage(action: Action) -> int:
         return 4
     if isinstance(action, RemoveFinalizer):
         return 5
-    return 6
+    return FINAL_STAGE
 
 
 def _object_key(action: Action) -> tuple[str, str, str, str] | None:

@@ -50,6 +50,9 @@ class _Walk:
     outgoing: dict[str, dict[str, Object]] = field(default_factory=dict)
     # (source namespace, name) -> the clone for the first child; siblings get it retargeted
     clones: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    # (namespace, name) -> the top of the chain of copies the object there belongs to: for the
+    # objects that will be there, and for the copies the walk deletes
+    origins: dict[tuple[str, str], ObjectRef] = field(default_factory=dict)
 
 
 def _metadata(obj: Object) -> Mapping[str, Any]:
@@ -77,6 +80,9 @@ def plan_kind(
         existing = by_namespace.get(name, {})
         if node.terminating:
             walk.outgoing[name] = _sources(existing)
+            walk.origins.update(
+                ((name, n), ObjectRef.of(o)) for n, o in walk.outgoing[name].items()
+            )
             continue
         incoming = walk.outgoing.get(node.source, {}) if node.source else {}
         walk.outgoing[name] = _plan_namespace(walk, name, existing, incoming)
@@ -150,17 +156,26 @@ def _plan_namespace(
     for name, obj in existing.items():
         if name in incoming:
             continue
-        if copied_from(obj) is not None and propagate_mode(obj) == PROPAGATE_UPDATE:
+        upstream = copied_from(obj)
+        if upstream is not None and propagate_mode(obj) == PROPAGATE_UPDATE:
             # A copy in update mode with no source to follow any more: stale.
-            walk.actions.append(
-                DeleteObject(ObjectRef.of(obj), _metadata(obj).get("resourceVersion"))
+            ref = ObjectRef.of(obj)
+            origin = walk.origins.get((upstream, name)) or ObjectRef(
+                ref.api_version, ref.kind, upstream, name
             )
+            walk.origins[(namespace, name)] = origin
+            walk.actions.append(DeleteObject(ref, _metadata(obj).get("resourceVersion"), origin))
         elif propagate_mode(obj) in PROPAGATE_MODES:
             outgoing[name] = obj
+            walk.origins[(namespace, name)] = ObjectRef.of(obj)
     for name, source in incoming.items():
-        there = _plan_copy(walk, namespace, source, existing.get(name))
+        origin = walk.origins[(_metadata(source).get("namespace", ""), name)]
+        there = _plan_copy(walk, namespace, source, existing.get(name), origin)
         if propagate_mode(there) in PROPAGATE_MODES:
             outgoing[name] = there
+            walk.origins[(namespace, name)] = (
+                origin if copied_from(there) is not None else ObjectRef.of(there)
+            )
     return outgoing
 
 
@@ -174,12 +189,14 @@ def _clone_for(walk: _Walk, namespace: str, source: Object) -> dict[str, Any]:
     return retarget(made, namespace)
 
 
-def _plan_copy(walk: _Walk, namespace: str, source: Object, actual: Object | None) -> Object:
+def _plan_copy(
+    walk: _Walk, namespace: str, source: Object, actual: Object | None, origin: ObjectRef
+) -> Object:
     """The write (if any) for one copy; returns the object that will be in its place."""
     mode = propagate_mode(source)
     if actual is None:
         wanted = _clone_for(walk, namespace, source)
-        walk.actions.append(CreateObject(wanted))
+        walk.actions.append(CreateObject(wanted, origin))
         return wanted
     is_copy = copied_from(actual) is not None
     if mode == PROPAGATE_CREATE:

@@ -201,6 +201,18 @@ def test_the_go_e2e_values_reach_the_controller() -> None:
     assert admin["roleRef"]["name"] == "admin"
 
 
+@pytest.mark.parametrize("values_file", [None, GO_E2E_VALUES], ids=["defaults", "go-e2e"])
+def test_the_controller_takes_every_argument_the_chart_renders(values_file: Path | None) -> None:
+    """The Go chart's arguments once crashed the controller; each rendering must parse, and the
+    Go e2e suite's ``--zap-log-level=5`` means debug."""
+    values = _values(values_file) if values_file else {}
+
+    parsed = options.parse(_container(render_chart(values))["args"])
+
+    assert parsed.allow_cascading_deletion is False
+    assert parsed.log_level == ("debug" if values_file else "info")
+
+
 def test_the_default_image_is_ours_at_the_charts_app_version() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))
     version = metadata.version("accurate-py")

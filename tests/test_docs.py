@@ -17,8 +17,9 @@ from controller import options
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-# A flags table row: | `--flag` (or `--a` / `--b`) | default | what it does |
-FLAG_ROW = re.compile(r"^\| (`--[^|]+`) \|([^|]*)\|", re.MULTILINE)
+# A flags table row: | `--flag` (or `--a`, `--b`) | default or values | what it does |
+FLAG_ROW = re.compile(r"^\| (`-[^|]+`) \|([^|]*)\|", re.MULTILINE)
+FLAG_NAME = re.compile(r"`(--?[a-z][a-z_-]*)`")
 
 
 def test_site_builds_without_warnings(tmp_path: Path) -> None:
@@ -41,28 +42,32 @@ def test_command_reference_is_current() -> None:
     assert committed == generator["render"](), "run: .venv/bin/python docs/gen_cli.py"
 
 
-def _documented_flags() -> dict[str, str]:
-    """Each row's first flag (``--leader-election`` of its ``--no-`` pair) and its default."""
+def _flag_rows(logging: bool) -> list[tuple[str, str]]:
+    """The rows of the main flags table, or of the Go controller's logging flags."""
     page = (DOCS / "reference" / "controller.md").read_text(encoding="utf-8")
+    flags, _, rest = page.partition("### Logging flags of the Go controller")
+    return FLAG_ROW.findall(rest.partition("\n## ")[0] if logging else flags)
+
+
+def _documented_flags() -> dict[str, str]:
+    """Each main row's first flag (``--leader-election`` of its pair) and its default."""
     return {
-        re.findall(r"`(--[a-z-]+)`", names)[0]: default.strip().strip("`")
-        for names, default in FLAG_ROW.findall(page)
+        FLAG_NAME.findall(names)[0]: default.strip().strip("`")
+        for names, default in _flag_rows(logging=False)
     }
 
 
 def _documented_names() -> set[str]:
-    page = (DOCS / "reference" / "controller.md").read_text(encoding="utf-8")
-    return {
-        name for names, _ in FLAG_ROW.findall(page) for name in re.findall(r"`(--[a-z-]+)`", names)
-    }
+    rows = [*_flag_rows(logging=False), *_flag_rows(logging=True)]
+    return {name for names, _ in rows for name in FLAG_NAME.findall(names)}
 
 
 def _parser_flags() -> set[str]:
-    """The flags ``accurate-controller --help`` lists."""
+    """The flags ``accurate-controller --help`` lists, by every name they have."""
     shown = io.StringIO()
     with contextlib.redirect_stdout(shown), pytest.raises(SystemExit):
         options.parse(["--help"])
-    return set(re.findall(r"(--[a-z][a-z-]+)", shown.getvalue())) - {"--help"}
+    return set(re.findall(r"(?<![\w-])(--?[a-z][a-z_-]*)", shown.getvalue()))
 
 
 def test_controller_reference_lists_every_flag() -> None:

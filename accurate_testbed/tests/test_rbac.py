@@ -212,6 +212,29 @@ def test_kubectl_auth_can_i(cluster: Cluster, kubeconfig: Path) -> None:
     }
 
 
+def test_a_namespaced_grant_on_namespaces_reaches_only_that_namespace(
+    cluster: Cluster, kubeconfig: Path
+) -> None:
+    """kube-apiserver's RequestInfoFactory files a request for one namespace object under that
+    namespace, so a RoleBinding there (to ``view``, which may get and list namespaces) allows
+    getting it; a list of namespaces is at the cluster scope, where the binding does not reach."""
+    alice, ns, other = cluster.unique("alice"), cluster.namespace(), cluster.namespace()
+    apply(cluster, kubeconfig, binding("viewers", "ClusterRole", "view", [user(alice)], ns))
+    wait_for(lambda: allowed(kubeconfig, alice, "get", "namespace", ns), what="the grant")
+    assert as_user(kubeconfig, alice, "get", "namespace", other).stderr.strip() == (
+        forbidden_line(
+            f'namespaces "{other}"', alice, "get", "namespaces", f'in the namespace "{other}"'
+        )
+    )
+    assert as_user(kubeconfig, alice, "get", "namespaces").stderr.strip() == forbidden_line(
+        "namespaces", alice, "list", "namespaces", "at the cluster scope"
+    )
+    selected = as_user(
+        kubeconfig, alice, "get", "namespaces", f"--field-selector=metadata.name={ns}"
+    )
+    assert "at the cluster scope" in selected.stderr
+
+
 def crd(plural: str) -> dict[str, Any]:
     """A namespaced kind of group rbac-test.example.com that only the admin may use at first."""
     schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}

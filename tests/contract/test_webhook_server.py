@@ -20,14 +20,19 @@ from typing import Any
 
 import pytest
 import trustme
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.certificates import write_serving_pair
 from accurate_testbed.cluster import Cluster
 from controller.certs import CertificateError
+from controller.reviews import MAX_BODY, MAX_DEPTH
 from controller.webhook import (
     CONVERT_PATH,
+    LEGACY_PATHS,
     MUTATE_SUBNAMESPACE_PATH,
+    PATHS,
     VALIDATE_NAMESPACE_PATH,
     VALIDATE_SUBNAMESPACE_PATH,
     WebhookServer,
@@ -47,6 +52,8 @@ from tests.e2e.webhooks import LiveNamespaces, connect
 
 NAMESPACE_KIND = {"group": "", "version": "v1", "kind": "Namespace"}
 SUBNAMESPACE_KIND = {"group": "accurate.cybozu.com", "version": "v2", "kind": "SubNamespace"}
+# What kube-apiserver sends to the v1 paths of an older install (their rules name v1).
+V1_SUBNAMESPACE_KIND = {**SUBNAMESPACE_KIND, "version": "v1"}
 
 
 class FixedForest:
@@ -635,3 +642,264 @@ def test_a_failing_api_server_refuses_rather_than_guesses(apiserver: ApiServer, 
     assert response["status"]["code"] == 500
     assert "cannot check the request against the cluster" in response["status"]["message"]
     assert "etcd is down" in response["status"]["message"]
+
+
+# Paths of every Go release
+
+
+def _path_cases(cluster: Cluster) -> dict[str, tuple[dict[str, Any], Any]]:
+    """For each current path: a review, and a check of the answer that only its handler gives."""
+    plain = cluster.namespace("plain")
+    v1_sub = {**subnamespace("a", plain), "apiVersion": "accurate.cybozu.com/v1"}
+    conversion = conversion_review(
+        {"uid": "u", "desiredAPIVersion": "accurate.cybozu.com/v2", "objects": [V1_OBJECT]}
+    )
+
+    def finalizer_patch(answer: dict[str, Any]) -> bool:
+        patch = json.loads(base64.b64decode(answer["response"]["patch"]))
+        return bool(patch[0]["value"] == [FINALIZER])
+
+    return {
+        VALIDATE_NAMESPACE_PATH: (
+            admission_review(NAMESPACE_KIND, "CREATE", namespace("o", **{LABEL_PARENT: "o"})),
+            lambda answer: "circular reference" in answer["response"]["status"]["message"],
+        ),
+        MUTATE_SUBNAMESPACE_PATH: (
+            admission_review(V1_SUBNAMESPACE_KIND, "CREATE", v1_sub),
+            finalizer_patch,
+        ),
+        VALIDATE_SUBNAMESPACE_PATH: (
+            admission_review(V1_SUBNAMESPACE_KIND, "CREATE", v1_sub),
+            lambda answer: (
+                "neither a root nor a sub namespace" in answer["response"]["status"]["message"]
+            ),
+        ),
+        CONVERT_PATH: (
+            conversion,
+            lambda answer: answer["response"]["convertedObjects"][0]["status"]["conditions"],
+        ),
+    }
+
+
+@pytest.mark.parametrize("path", [*PATHS, *LEGACY_PATHS])
+def test_every_path_a_go_release_registered_is_served_by_its_handler(
+    cluster: Cluster, client: Client, observed: list[tuple[str, bool, float]], path: str
+) -> None:
+    """Webhook configurations of older Go installs keep working after the swap (issue 13)."""
+    handler_path = LEGACY_PATHS.get(path, path)
+    review, answered_by_the_handler = _path_cases(cluster)[handler_path]
+
+    code, answer = client.post(path, review)
+
+    assert code == 200, answer
+    assert answered_by_the_handler(answer)
+    assert observed[-1][0] == handler_path
+
+
+# Hostile input: whatever arrives, an answer of 200 or 400, and the server keeps serving
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"apiVersion": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+def test_a_body_nested_too_deep_is_refused_before_decoding(client: Client) -> None:
+    code, answer = client.post(VALIDATE_NAMESPACE_PATH, _nested(5000))
+
+    assert code == 400
+    assert f"nests 5001 levels deep, more than {MAX_DEPTH}" in answer["message"]
+    assert client.review(VALIDATE_NAMESPACE_PATH, _good())["allowed"] is True
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(client: Client) -> None:
+    review = _good()
+    review["request"]["object"]["metadata"]["labels"] = {"a": "[" * 5000, "b": '\\"{{{'}
+
+    assert client.review(VALIDATE_NAMESPACE_PATH, review)["allowed"] is True
+
+
+def test_a_string_left_open_is_scanned_once(client: Client) -> None:
+    """Escaped quotes after an opening one and no closing one: a scan that tried every quote
+    as a string's start would read this body a million times over, and never answer."""
+    code, answer = client.post(VALIDATE_NAMESPACE_PATH, b'"' + b'\\"' * 500_000)
+
+    assert code == 400
+    assert "not valid JSON" in answer["message"]
+
+
+def test_a_body_nested_to_the_limit_is_decoded(client: Client) -> None:
+    code, answer = client.post(VALIDATE_NAMESPACE_PATH, _nested(MAX_DEPTH - 1))
+
+    assert code == 400
+    assert "expected an admission.k8s.io/v1 AdmissionReview" in answer["message"]
+
+
+def test_a_body_over_the_size_limit_is_refused_unread(client: Client) -> None:
+    connection = client.connection()
+    connection.putrequest("POST", VALIDATE_NAMESPACE_PATH)
+    connection.putheader("Content-Length", str(MAX_BODY + 1))
+    connection.endheaders()
+
+    reply = connection.getresponse()
+
+    assert reply.status == 400
+    assert f"{MAX_BODY + 1} bytes, more than {MAX_BODY}" in json.loads(reply.read())["message"]
+    assert reply.getheader("Connection") == "close"
+    connection.close()
+    assert client.review(VALIDATE_NAMESPACE_PATH, _good())["allowed"] is True
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "message"),
+    [
+        ("request.object.metadata.labels", ["a"], "request.object.metadata.labels must be a map"),
+        ("request.object.metadata.labels", {"a": 1}, "request.object.metadata.labels must be"),
+        ("request.object.metadata.annotations", "x", "request.object.metadata.annotations"),
+        ("request.object.metadata.finalizers", "x", "request.object.metadata.finalizers"),
+        ("request.object.metadata.name", 7, "request.object.metadata.name is required"),
+        ("request.object.spec", [], "request.object.spec must be an object"),
+        ("request.uid", "", "request.uid is required"),
+    ],
+)
+def test_fields_of_the_wrong_type_get_400_naming_them(
+    client: Client, where: str, value: Any, message: str
+) -> None:
+    code, answer = client.post(VALIDATE_NAMESPACE_PATH, _altered(where, value))
+
+    assert code == 400
+    assert message in answer["message"]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=12,
+)
+# Where reviews carry what the handlers read; the fuzz replaces or removes some of them.
+ENVELOPE = [("apiVersion",), ("kind",), ("request",), ("request", "uid")]
+ADMISSION_FIELDS = [
+    *ENVELOPE,
+    ("request", "kind"),
+    ("request", "operation"),
+    ("request", "namespace"),
+    *(
+        ("request", obj, *field)
+        for obj in ("object", "oldObject")
+        for field in (
+            (),
+            ("metadata",),
+            ("metadata", "name"),
+            ("metadata", "namespace"),
+            ("metadata", "labels"),
+            ("metadata", "labels", LABEL_PARENT),
+            ("metadata", "annotations"),
+            ("metadata", "finalizers"),
+            ("spec",),
+            ("spec", "labels"),
+        )
+    ),
+]
+CONVERSION_FIELDS = [
+    *ENVELOPE,
+    ("request", "desiredAPIVersion"),
+    ("request", "objects"),
+    *(
+        ("request", "objects", 0, *field)
+        for field in ((), ("metadata",), ("metadata", "annotations"), ("status",), ("spec",))
+    ),
+]
+KINDS = {
+    VALIDATE_NAMESPACE_PATH: NAMESPACE_KIND,
+    MUTATE_SUBNAMESPACE_PATH: SUBNAMESPACE_KIND,
+    VALIDATE_SUBNAMESPACE_PATH: V1_SUBNAMESPACE_KIND,
+}
+OPERATIONS = st.sampled_from(["CREATE", "UPDATE", "DELETE"])
+# One server serves every example: it keeps no state between requests.
+FUZZ = settings(
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> tuple[str, Any]:
+    """A path and a review close to what it expects, with some fields replaced by any JSON
+    value or removed."""
+    path = draw(st.sampled_from([*PATHS, *LEGACY_PATHS]))
+    handler_path = LEGACY_PATHS.get(path, path)
+    labels = {LABEL_PARENT: draw(st.sampled_from(["root", "fuzz", "", "a/b"]))}
+    fields: list[tuple[Any, ...]]
+    if handler_path == CONVERT_PATH:
+        objects = [json.loads(json.dumps(draw(st.sampled_from([V1_OBJECT, V2_OBJECT]))))]
+        desired = draw(st.sampled_from(["accurate.cybozu.com/v1", "accurate.cybozu.com/v2", ""]))
+        review = conversion_review({"uid": "u", "desiredAPIVersion": desired, "objects": objects})
+        fields = CONVERSION_FIELDS
+    else:
+        kind = KINDS[handler_path]
+        obj = namespace("fuzz") if kind is NAMESPACE_KIND else subnamespace("fuzz")
+        obj["metadata"]["labels"] = labels
+        review = admission_review(kind, draw(OPERATIONS), obj, json.loads(json.dumps(obj)))
+        review["request"]["namespace"] = "root"
+        fields = ADMISSION_FIELDS
+    for where in draw(st.lists(st.sampled_from(fields), min_size=1, max_size=3)):
+        _replace(review, where, draw(st.none() | JSON))
+    return path, review
+
+
+def _replace(review: Any, where: tuple[Any, ...], value: Any) -> None:
+    """Set (or, for None, remove) the field at ``where`` if its parent is there."""
+    *parents, last = where
+    target = review
+    for key in parents:
+        target = _child(target, key)
+    if isinstance(target, dict):
+        if value is None:
+            target.pop(last, None)
+        else:
+            target[last] = value
+    elif _child(target, last) is not None:
+        target[last] = value
+
+
+def _child(parent: Any, key: Any) -> Any:
+    if isinstance(parent, dict):
+        return parent.get(key)
+    if isinstance(parent, list) and isinstance(key, int) and key < len(parent):
+        return parent[key]
+    return None
+
+
+BODIES = st.one_of(
+    st.binary(max_size=200),
+    JSON.map(lambda value: json.dumps(value).encode()),
+)
+
+
+@settings(FUZZ, max_examples=300)
+@given(request=requests())
+def test_fuzzed_reviews_get_200_or_400_and_the_server_keeps_serving(
+    client: Client, request: tuple[str, Any]
+) -> None:
+    path, review = request
+    _assert_answered(client, path, json.dumps(review).encode())
+
+
+@settings(FUZZ, max_examples=100)
+@given(path=st.sampled_from([*PATHS, *LEGACY_PATHS]), body=BODIES)
+def test_fuzzed_bodies_get_400_and_the_server_keeps_serving(
+    client: Client, path: str, body: bytes
+) -> None:
+    _assert_answered(client, path, body)
+
+
+def _assert_answered(client: Client, path: str, body: bytes) -> None:
+    """A 200 with a review for the request, or a 400 with a reason; then a good review is
+    still answered."""
+    code, answer = client.post(path, body)
+
+    assert code in (200, 400), answer
+    if code == 200:
+        assert answer["response"]["uid"] == json.loads(body)["request"]["uid"]
+    else:
+        assert answer["kind"] == "Status" and answer["message"]
+    assert client.review(VALIDATE_NAMESPACE_PATH, _good())["allowed"] is True

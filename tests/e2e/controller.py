@@ -30,14 +30,11 @@ from accurate_testbed.cluster import Cluster
 from accurate_testbed.objects import namespace_manifest
 from accurate_testbed.processes import Process, environment, launch
 from accurate_testbed.waiting import wait_for
-from libaccurate.constants import (
-    GROUP,
-    LABEL_TYPE,
-    SUBNAMESPACE_PLURAL,
-    TYPE_ROOT,
-)
+from libaccurate import subnamespaces
+from libaccurate.constants import LABEL_TYPE, TYPE_ROOT
 from libaccurate.forest import Forest
 from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.subnamespaces import path as subnamespaces_path
 from tests.e2e.webhooks import connect, kubectl
 
 SCRIPTS = Path(sys.executable).parent
@@ -137,10 +134,6 @@ def controllers(cluster: Cluster, subnamespace_crd: None, tmp_path: Path) -> Ite
         started.stop_all()
 
 
-def subnamespaces_path(parent: str, name: str | None = None) -> str:
-    return resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL, parent, name)
-
-
 class Scene:
     """Names unique to one test (one shared suffix), and what the test builds with them."""
 
@@ -184,7 +177,7 @@ class Scene:
         """Ask for a sub-namespace with ``kubectl apply``; its name."""
         name = self.name(prefix)
         manifest = {
-            "apiVersion": f"{GROUP}/v2",
+            "apiVersion": subnamespaces.api_version(),
             "kind": "SubNamespace",
             "metadata": {"name": name, "namespace": parent},
             "spec": {"labels": dict(labels or {}), "annotations": dict(annotations or {})},

@@ -27,6 +27,7 @@ from libaccurate.constants import (
 )
 from libaccurate.kube import resource_path
 from tests.e2e.controller import Controllers, Scene, subnamespaces_path
+from tests.e2e.test_controller_propagation import events_about
 
 RBAC = "rbac.authorization.k8s.io"
 SECRETS: dict[str, Any] = {"watches": [{"version": "v1", "kind": "Secret"}]}
@@ -198,14 +199,7 @@ def test_a_settled_cluster_gets_no_writes(
     scene.settle(root, child)
     scene.kubectl("apply", "-f", "-", stdin=secret(root, "shared", "update", {"value": "v1"}))
     scene.wait(lambda: value_of(scene, child, "shared") == "v1", "the copy")
-    scene.wait(
-        lambda: [
-            e
-            for e in scene.kube.list_objects(resource_path("", "v1", "events", child))["items"]
-            if e["reason"] == "CopyCreated"
-        ],
-        "the event about the copy",
-    )
+    scene.wait(lambda: events_about(scene, root, "shared"), "the event about the copy")
     apiserver.clear_requests()
 
     def lists() -> int:

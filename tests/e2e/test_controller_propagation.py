@@ -3,6 +3,7 @@ made, replaced and deleted by the controller process."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from accurate_testbed.objects import secret, secret_data
@@ -20,6 +21,7 @@ from libaccurate.constants import (
     TYPE_TEMPLATE,
 )
 from libaccurate.kube import resource_path
+from tests.e2e.cli import run_plugin, succeeded
 from tests.e2e.controller import Controllers, Scene
 
 RBAC = "rbac.authorization.k8s.io"
@@ -150,28 +152,45 @@ def test_update_mode_copies_follow_their_source_and_go_with_it(
     )
 
 
-def test_a_copy_made_gets_an_event_and_a_copy_kept_up_to_date_none(
+def events_about(scene: Scene, namespace: str, name: str) -> list[tuple[str, str, str]]:
+    """``kubectl get events`` in ``namespace`` about objects called ``name``: type, reason
+    and message of each."""
+    found = json.loads(scene.kubectl("get", "events", "-n", namespace, "-o", "json"))["items"]
+    return sorted(
+        (e["type"], e["reason"], e["message"]) for e in found if e["involvedObject"]["name"] == name
+    )
+
+
+def test_copying_is_told_once_per_source_and_once_per_new_namespace(
     controllers: Controllers, scene: Scene
 ) -> None:
     running = controllers.start(CONFIG)
-    root, child, _ = tree(scene)
-
-    def reasons() -> list[str]:
-        items = scene.kube.list_objects(resource_path("", "v1", "events", child))["items"]
-        return sorted(e["reason"] for e in items if e["involvedObject"]["name"] == "token")
-
+    root, child, grandchild = tree(scene)
     scene.kubectl("apply", "-f", "-", stdin=secret(root, "token", "update", {"a": "1"}))
-    scene.wait(lambda: reasons() == ["CopyCreated"], "the CopyCreated event")
+    copied = f"copied to 2 namespaces: {', '.join(sorted([child, grandchild]))}"
+    told = [("Normal", "Propagated", copied)]
+    scene.wait(lambda: events_about(scene, root, "token") == told, "one event on the source")
+    assert events_about(scene, child, "token") == []
+    assert events_about(scene, grandchild, "token") == []
+
+    late = scene.subnamespace(child, "late")
+    scene.settle(child, late)
+    received = [
+        ("Normal", "NamespaceCreated", f"created namespace {late}; copied into it: Secret token")
+    ]
+    scene.wait(
+        lambda: events_about(scene, child, late) == received, "one event on the SubNamespace"
+    )
+
     passes = running.metric("accurate_reconcile_passes_total")
     scene.kubectl("apply", "-f", "-", stdin=secret(root, "token", "update", {"a": "2"}))
-    scene.wait(
-        lambda: secret_data(get(scene, "Secret", child, "token")) == {"a": "2"}, "the update"
-    )
+    scene.wait(lambda: secret_data(get(scene, "Secret", late, "token")) == {"a": "2"}, "the update")
     # Events go out before the pass that made them ends: two more passes and none came.
     scene.wait(
         lambda: running.metric("accurate_reconcile_passes_total") >= passes + 2, "two more passes"
     )
-    assert reasons() == ["CopyCreated"]
+    assert events_about(scene, root, "token") == told
+    assert events_about(scene, late, "token") == []
 
 
 def test_excluded_labels_and_annotations_stay_behind(
@@ -376,3 +395,30 @@ def test_propagate_generated_behind_its_feature_gate(
         "the other object marked as checked",
     )
     assert get(scene, "Secret", child, "made-by-silent") is None
+
+
+def test_ns_describe_shows_the_latest_events_of_the_namespace_and_its_subnamespace(
+    controllers: Controllers, scene: Scene
+) -> None:
+    controllers.start(CONFIG)
+    root, child, _ = tree(scene)
+    scene.kubectl("apply", "-f", "-", stdin=secret(root, "token", "update", {"a": "1"}))
+    scene.wait(lambda: events_about(scene, root, "token"), "the event on the source")
+    late = scene.subnamespace(child, "late")
+    scene.settle(child, late)
+    scene.wait(lambda: events_about(scene, child, late), "the event on the SubNamespace")
+
+    described = succeeded(run_plugin("ns", "describe", root, kubeconfig=scene.cluster.kubeconfig))
+    (line,) = [line for line in described.splitlines() if "Propagated" in line]
+    assert "Normal" in line and "Secret/token" in line and "copied to 2 namespaces" in line
+
+    described = succeeded(run_plugin("ns", "describe", late, kubeconfig=scene.cluster.kubeconfig))
+    (line,) = [line for line in described.splitlines() if "NamespaceCreated" in line]
+    assert f"SubNamespace/{late}" in line
+    assert f"created namespace {late}; copied into it: Secret token" in line
+    data = json.loads(
+        succeeded(
+            run_plugin("ns", "describe", late, "-o", "json", kubeconfig=scene.cluster.kubeconfig)
+        )
+    )
+    assert [(e["type"], e["reason"]) for e in data["events"]] == [("Normal", "NamespaceCreated")]

@@ -72,6 +72,8 @@ def test_leader_election_needs_its_namespace(controllers: Controllers) -> None:
         ("--apiserver-qps-throttle", "-1"),
         ("--metrics-addr", "localhost"),
         ("--log-format", "xml"),
+        ("--zap-log-level", "verbose"),
+        ("--no-such-flag", "1"),
     ],
 )
 def test_bad_flags_are_usage_errors(controllers: Controllers, flags: tuple[str, str]) -> None:

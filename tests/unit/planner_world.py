@@ -31,10 +31,11 @@ from libaccurate.actions import (
     RemoveFinalizer,
     ReplaceObject,
 )
+from libaccurate.closing import close
 from libaccurate.config import Config, GroupVersionKind
 from libaccurate.constants import FIELD_MANAGER, FINALIZER
 from libaccurate.lifecycle import OWNED_CONDITIONS
-from libaccurate.planner import Plan, Snapshot, plan
+from libaccurate.planner import Finding, Plan, Snapshot, plan
 
 Obj = dict[str, Any]
 ROLE = GroupVersionKind("rbac.authorization.k8s.io", "v1", "Role")
@@ -171,19 +172,23 @@ class World:
     # --- applying -------------------------------------------------------------------------
 
     def apply(self, plan: Plan) -> None:
-        """Run a plan stage by stage, skipping steps whose prerequisites failed."""
-        failed: set[int] = set()
+        """Run a plan stage by stage, skipping steps whose prerequisites failed, then send
+        what the end of the pass decides, as the controller does."""
+        happened: dict[int, Finding] = {}
         for stage in plan.stages():
             for step in stage:
-                if failed.intersection(step.after):
-                    failed.add(step.index)
-                    continue
-                try:
-                    self._do(step.action)
-                except ApiError as error:
-                    if error.reason != "NamespaceTerminating":
-                        failed.add(step.index)
-                        self.failures.append((step.action, error.reason))
+                happened[step.index] = plan.hindrance(step, happened) or self._attempt(step.action)
+        for send in close(plan, happened).sends:
+            self._attempt(send.action)
+
+    def _attempt(self, action: Action) -> Finding:
+        try:
+            self._do(action)
+        except ApiError as error:
+            if error.reason != "NamespaceTerminating":
+                self.failures.append((action, error.reason))
+                return Finding("failed", error.reason)
+        return Finding("done")
 
     def _do(self, action: Action) -> None:
         if isinstance(action, CreateNamespace):

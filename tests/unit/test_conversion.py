@@ -247,3 +247,24 @@ def test_v1_to_v2_to_v1_is_lossless(obj: dict[str, Any]) -> None:
 @given(v2_objects())
 def test_v2alpha1_round_trip_is_lossless(obj: dict[str, Any]) -> None:
     assert convert_subnamespace(convert_subnamespace(obj, V2ALPHA1), V2) == obj
+
+
+@pytest.mark.parametrize(
+    ("source", "fields", "named"),
+    [
+        (V1, {"metadata": ["sub1"]}, "metadata must be an object"),
+        (V1, {"metadata": {"annotations": ["a"]}}, "metadata.annotations must be a map"),
+        (V1, {"metadata": {"annotations": {"a": 1}}}, "metadata.annotations must be a map"),
+        (V2, {"metadata": {"generation": "2"}}, "metadata.generation must be an integer"),
+        (V2, {"status": "ok"}, "status must be an object"),
+        (V2, {"status": {"observedGeneration": True}}, "status.observedGeneration must be"),
+        (V2, {"status": {"conditions": {"type": "Ready"}}}, "status.conditions must be a list"),
+        (V2, {"status": {"conditions": ["Ready"]}}, "status.conditions must be a list"),
+    ],
+)
+def test_fields_of_the_wrong_type_fail_the_conversion_naming_them(
+    source: str, fields: dict[str, Any], named: str
+) -> None:
+    """The API server only sends objects of the CRD's schema; anyone else gets a reason."""
+    with pytest.raises(ConversionError, match=named):
+        convert_subnamespace(subnamespace(source, **fields), V1 if source == V2 else V2)

@@ -593,7 +593,8 @@ class TestPropagation:
         assert world.obj(ROLE, "sub1", "admin")["rules"] == [
             {"verbs": ["get"], "resources": ["pods"]}
         ]
-        assert [e.involved.name for e in world.events] == ["admin"]
+        warnings = [e for e in world.events if e.type == "Warning"]
+        assert [(e.reason, e.involved.name) for e in warnings] == [("OriginalReplaced", "admin")]
 
     def test_g8_create_mode_leaves_a_user_object_alone_with_a_normal_event(self):
         world = make_world()
