@@ -282,3 +282,47 @@ def test_bad_grants_are_refused_with_what_is_wrong(
     )
     assert rolebinding(scene, root, "accurate-access-sudo") is None
     assert rolebinding(scene, child, "accurate-access-view") is None
+
+
+def test_a_reader_who_is_no_sudoer_is_told_whom_to_ask(
+    tree: tuple[str, str, str], scene: Scene, people: Any
+) -> None:
+    """Someone who may read the tree finds its root as themselves, and is refused there."""
+    root, child, _ = tree
+    frank = people("frank")
+    succeeded(admin(scene, "access", "grant", root, "view", frank.name))
+    scene.wait(
+        lambda: frank.kubectl("get", "namespace", child).returncode == 0,
+        "frank's view grant to reach the child",
+        CONVERGE,
+    )
+    refused = failed(frank.plugin("sudo", "-n", child, "--", "get", "pods"))
+    assert refused == (
+        f"error: you ({frank.name}) are not a sudoer of {root}, the root of {child}'s tree; "
+        f"someone who is can run: kubectl accurate access grant {root} sudo {frank.name}\n"
+    )
+    both = failed(frank.plugin("--as", "x", "sudo", "-n", child, "--", "get", "pods"))
+    assert both == "error: sudo sets --as and --as-group itself; run it without them\n"
+
+
+@pytest.mark.fault_injection
+def test_without_selfsubjectreview_sudo_takes_the_kubeconfigs_user(
+    tree: tuple[str, str, str], scene: Scene, people: Any, apiserver: ApiServer
+) -> None:
+    """Servers before Kubernetes 1.28 cannot say who you are: the kubeconfig's user entry
+    (named after the person here, as kubeconfigs usually are) stands in."""
+    root, child, _ = tree
+    grace = people("grace")
+    _forget_sudo_role(scene, root)
+    succeeded(admin(scene, "access", "grant", root, "sudo", grace.name))
+    scene.wait(
+        lambda: grace.plugin("sudo", "-n", child, "--", "get", "pods").returncode == 0,
+        "grace's sudo to work",
+        CONVERGE,
+    )
+    apiserver.fail(404, path=".*/selfsubjectreviews", times=1)
+    ran = grace.plugin("sudo", "-n", child, "--", "auth", "whoami", "-o", "jsonpath={.status}")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr.startswith(f'sudo: as user "{grace.name}" with group "{sudo_group(root)}"')
+    assert f'"username":"{grace.name}"' in ran.stdout
+    assert sudo_group(root) in ran.stdout
