@@ -125,8 +125,8 @@ def _change(
         raise CliError(str(error)) from error
     printer = Printer()
     if not edits:
-        verb = "already have" if plan is model.grant else "have no"
-        printer.line(f"{_names(names)} {verb} {level} in {root_name}: nothing to do")
+        state = "already includes" if plan is model.grant else "names none of"
+        printer.line(f"nothing to do: {level} in {root_name} {state} {_names(names)}")
         return
     _judge(kube, root_name, level, edits)
     if dry_run:

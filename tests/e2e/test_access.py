@@ -226,7 +226,9 @@ def test_grants_are_previewed_listed_and_checked(tree: tuple[str, str, str], sce
 
     succeeded(admin(scene, "access", "grant", root, "view", erin, "group:auditors"))
     again = succeeded(admin(scene, "access", "grant", root, "view", erin))
-    assert again == f"{erin} already have view in {root}: nothing to do\n"
+    assert again == f"nothing to do: view in {root} already includes {erin}\n"
+    gone = succeeded(admin(scene, "access", "revoke", root, "edit", erin))
+    assert gone == f"nothing to do: edit in {root} names none of {erin}\n"
     scene.wait(
         lambda: rolebinding(scene, grandchild, "accurate-access-view") is not None,
         "the grant's copy in the grandchild",
