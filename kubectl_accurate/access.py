@@ -162,25 +162,16 @@ def _existing(kube: Kube, root_name: str, level: str, plan: Plan) -> dict[str, O
     """What is there now, by name. A sudo ClusterRole the caller may not read is taken as
     present when granting (a sudoer adding a sudoer) and left alone when revoking."""
     names = [model.binding_name(level), *([model.SUDO_GROUP_BINDING] if level == "sudo" else [])]
-    found = {name: _read(kube, _path("RoleBinding", name, root_name)) for name in names}
+    found = {name: kube.find(_path("RoleBinding", name, root_name)) for name in names}
     if level == "sudo":
         name = model.sudo_group(root_name)
         try:
-            found[name] = _read(kube, _path("ClusterRole", name))
+            found[name] = kube.find(_path("ClusterRole", name))
         except ApiError as error:
             if error.code != 403:
                 raise
             found[name] = {"metadata": {"name": name}} if plan is model.grant else None
     return found
-
-
-def _read(kube: Kube, path: str) -> Obj | None:
-    try:
-        return kube.get(path)
-    except ApiError as error:
-        if error.not_found:
-            return None
-        raise
 
 
 def _path(kind: str, name: str | None = None, namespace: str | None = None) -> str:
