@@ -8,10 +8,10 @@ the user any more, and touches nothing else: only objects carrying its label are
 
 It runs in the reconcile loop's passes, from the same cache picture as the planner, and writes
 only when that picture asks for something other than what it last achieved; after a failure
-it tries again in the next pass. It is opt-in by use: its permissions
-(controller/config/rbac/tenant_access.yaml) are not part of the startup check, and a controller
-without them only says so once a sudo grant exists, so a cluster that never grants sudo runs
-as before.
+it tries again in the next pass. Its rights amount to cluster-admin, so they are opt-in
+(controller/config/sudo, the chart's tenantAccess.sudo) and not part of the startup check: a
+controller without them goes on propagating, and once a sudo grant exists it says, once, what
+it lacks and what to install; a cluster that never grants sudo runs as before.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from controller import selfcheck
+from controller.selfcheck import MissingPermissions, Permission
 from libaccurate.access import (
     ANNOTATION_SUDOER,
     LABEL_SUDOER,
@@ -35,6 +37,18 @@ from libaccurate.planner import Snapshot
 Obj = dict[str, Any]
 Wanted = Mapping[str, tuple[str, ...]]
 _PLURALS = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
+# What the keeper does, and all that controller/config/sudo grants (tests/test_manifests.py).
+PERMISSIONS = (
+    Permission(
+        RBAC_GROUP, "clusterroles", ("list", "create", "update", "delete", "escalate", "bind")
+    ),
+    Permission(RBAC_GROUP, "clusterrolebindings", ("list", "create", "update", "delete")),
+)
+TURN_ON = (
+    "sudo grants are not carried out: the controller may not keep the sudoers' cluster-wide "
+    "RBAC. To turn sudo on, apply controller/config/sudo (kustomize) or set the Helm chart's "
+    "tenantAccess.sudo=true (see docs/tenant-access.md)"
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +59,7 @@ class Sudoers:
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
         self._kept: Wanted | None = None
+        self._told_forbidden = False
 
     def keep(self, snapshot: Snapshot) -> None:
         wanted = sudoers(_role_bindings(snapshot), _roots(snapshot))
@@ -52,21 +67,36 @@ class Sudoers:
             return
         try:
             self._reconcile(wanted)
-        except ApiError as error:
-            if error.code == 403 and not wanted:
-                # Without its permissions and with nothing to do: nothing to say either.
-                self._kept = wanted
-                return
-            log.warning("sudo grants not carried out yet", extra={"error": str(error)})
-            return
         except KubeError as error:
-            log.warning("sudo grants not carried out yet", extra={"error": str(error)})
+            if isinstance(error, ApiError) and error.code == 403:
+                self._forbidden(wanted, error)
+            else:
+                log.warning("sudo grants not carried out yet", extra={"error": str(error)})
             return
         except Exception:
             # A bug here must not hold up propagation, which runs in the same pass.
             log.exception("sudo grants not carried out")
             return
         self._kept = wanted
+        self._told_forbidden = False
+
+    def _forbidden(self, wanted: Wanted, error: ApiError) -> None:
+        """Without its rights (sudo is off): with no grant, nothing to say; with grants, say
+        once, until the keeper next succeeds, which rights it lacks and where to get them (every
+        pass tries again, and a message per pass would drown the log)."""
+        if not wanted:
+            self._kept = wanted
+            return
+        if self._told_forbidden:
+            return
+        self._told_forbidden = True
+        try:
+            selfcheck.check(self.kube, PERMISSIONS)
+            lacking = str(error)
+        except (MissingPermissions, KubeError) as problem:
+            lacking = str(problem)
+        roots = sorted({root for granted in wanted.values() for root in granted})
+        log.error(TURN_ON, extra={"roots": roots, "lacking": lacking})
 
     def _reconcile(self, wanted: Wanted) -> None:
         for kind in ("ClusterRoleBinding", "ClusterRole"):

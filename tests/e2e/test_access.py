@@ -14,7 +14,8 @@ import yaml
 
 from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.kubectl import kubectl as run_kubectl
-from accurate_testbed.manifests import MANIFESTS
+from accurate_testbed.manifests import MANIFESTS, render
+from controller.sudoers import TURN_ON
 from libaccurate.access import sudo_group, sudoer_name
 from libaccurate.constants import ANNOTATION_FROM
 from libaccurate.kube import resource_path
@@ -328,3 +329,60 @@ def test_without_selfsubjectreview_sudo_takes_the_kubeconfigs_user(
     assert ran.stderr.startswith(f'sudo: as user "{grace.name}" with group "{sudo_group(root)}"')
     assert f'"username":"{grace.name}"' in ran.stdout
     assert sudo_group(root) in ran.stdout
+
+
+def _as_installed(manifests: str, user: str) -> list[dict[str, Any]]:
+    """The cluster-wide RBAC of a kustomize directory, bound to ``user`` instead of the
+    controller's ServiceAccount."""
+    objects = [o for o in render(MANIFESTS / manifests) if o["kind"].startswith("Cluster")]
+    for binding in objects:
+        if binding["kind"] == "ClusterRoleBinding":
+            binding["subjects"] = [{"kind": "User", "name": user, "apiGroup": RBAC}]
+    return objects
+
+
+def test_without_the_keepers_rights_sudo_waits_and_the_log_says_once_what_to_install(
+    controllers: Controllers, scene: Scene, people: Any, apiserver: ApiServer, tmp_path: Path
+) -> None:
+    """Sudo off (the base install): grants propagate but give nothing until the operator adds
+    controller/config/sudo; the controller tells them so once, and goes on with its work."""
+    robot = scene.name("controller")
+    apiserver.add_user(robot)
+    scene.apply(*_as_installed("default", robot))
+    as_robot = apiserver.write_kubeconfig(tmp_path / robot, user=robot)
+    running = controllers.start(CONFIG, "--kubeconfig", str(as_robot))
+    root, _, grandchild = propagation.tree(scene)
+    alice, bob = people("alice"), people("bob")
+
+    def told() -> list[dict[str, Any]]:
+        return [r for r in running.records() if r["msg"] == TURN_ON]
+
+    def copy_names(*names: str) -> bool:
+        copy = rolebinding(scene, grandchild, "accurate-access-sudo")
+        return copy is not None and {s["name"] for s in copy["subjects"]} == set(names)
+
+    succeeded(admin(scene, "access", "grant", root, "sudo", alice.name))
+    scene.wait(lambda: copy_names(alice.name), "the sudo grant's copy in the grandchild")
+    (record,) = scene.wait(told, "the controller to say what sudo needs", CONVERGE)
+    assert record["level"] == "error"
+    assert record["roots"] == [root]
+    assert "escalate clusterroles.rbac.authorization.k8s.io" in record["lacking"]
+    # Named in the grant, but no rights to impersonate the sudo group: the plugin cannot tell.
+    refused = alice.plugin("sudo", "-n", grandchild, "--", "get", "secrets")
+    assert failed(refused) == (
+        f"error: you ({alice.name}) are not a sudoer of the tree {grandchild} is in\n"
+    )
+
+    # Later passes try again without saying it again.
+    succeeded(admin(scene, "access", "grant", root, "sudo", bob.name))
+    scene.wait(lambda: copy_names(alice.name, bob.name), "the changed grant's copy", CONVERGE)
+    assert len(told()) == 1
+    assert cluster_object(scene, "clusterroles", sudoer_name(alice.name)) is None
+
+    scene.apply(*_as_installed("sudo", robot))
+    scene.wait(
+        lambda: alice.plugin("sudo", "-n", grandchild, "--", "get", "secrets").returncode == 0,
+        "alice's sudo once the keeper may work",
+        CONVERGE,
+    )
+    assert cluster_object(scene, "clusterrolebindings", sudoer_name(bob.name)) is not None
