@@ -55,11 +55,14 @@ def not_found(group: str, plural: str, name: str) -> ApiError:
     )
 
 
-def already_exists(group: str, plural: str, name: str) -> ApiError:
+def already_exists(group: str, plural: str, name: str, being_deleted: bool = False) -> ApiError:
+    """409 AlreadyExists; the generic registry's Create says so when the name is taken by an
+    object that is being deleted, which a client retrying a re-create needs to know."""
+    prefix = "object is being deleted: " if being_deleted else ""
     return ApiError(
         409,
         "AlreadyExists",
-        f'{qualified(group, plural)} "{name}" already exists',
+        f'{prefix}{qualified(group, plural)} "{name}" already exists',
         _details(group, plural, name),
     )
 
@@ -129,6 +132,16 @@ def method_not_supported(group: str, plural: str, action: str) -> ApiError:
         405,
         "MethodNotAllowed",
         f"{action} is not supported on resources of kind {qualified(group, plural)!r}",
+        _details(group, plural, ""),
+    )
+
+
+def crd_terminating(group: str, plural: str, action: str) -> ApiError:
+    """The CRD handler's refusal of new custom objects while their CRD is being deleted."""
+    return ApiError(
+        405,
+        "MethodNotAllowed",
+        f"{action} not allowed while custom resource definition is terminating",
         _details(group, plural, ""),
     )
 
