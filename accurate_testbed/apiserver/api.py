@@ -231,7 +231,12 @@ class Api:
 
     def create(self, resource: Resource, namespace: str, body: Obj, caller: Caller) -> Obj:
         if resource.terminating:
-            raise errors.crd_terminating(resource.group, resource.plural, "create")
+            raise errors.method_not_supported(
+                resource.group,
+                resource.plural,
+                "create",
+                "create not allowed while custom resource definition is terminating",
+            )
         obj = self._decode(resource, namespace, body, caller.strict)
         meta = obj["metadata"]
         if not meta.get("name") and meta.get("generateName"):

@@ -127,21 +127,13 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
-def method_not_supported(group: str, plural: str, action: str) -> ApiError:
+def method_not_supported(group: str, plural: str, action: str, message: str = "") -> ApiError:
+    """405; ``message`` replaces the generic one where a handler refuses a verb for a reason
+    (a custom object's create while its CRD is terminating)."""
     return ApiError(
         405,
         "MethodNotAllowed",
-        f"{action} is not supported on resources of kind {qualified(group, plural)!r}",
-        _details(group, plural, ""),
-    )
-
-
-def crd_terminating(group: str, plural: str, action: str) -> ApiError:
-    """The CRD handler's refusal of new custom objects while their CRD is being deleted."""
-    return ApiError(
-        405,
-        "MethodNotAllowed",
-        f"{action} not allowed while custom resource definition is terminating",
+        message or f"{action} is not supported on resources of kind {qualified(group, plural)!r}",
         _details(group, plural, ""),
     )
 

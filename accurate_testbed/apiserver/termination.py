@@ -1,7 +1,8 @@
 """Emptying terminating containers: namespaces (their objects) and CRDs (their custom objects).
 
-Like the real namespace controller, it deletes what is inside (objects with finalizers wait for
-them), and only when nothing is left releases the container's finalizer so it disappears. It
+Like the real namespace controller and CRD finalizer controller, it deletes what is inside
+(objects with finalizers wait for them, and stay served meanwhile), and only when nothing is
+left releases the container's finalizer so it disappears. It
 acts as a controller of the server, so its deletions do not pass through admission webhooks.
 It follows which containers are terminating from the changes it is told about, so a store full
 of live namespaces costs it nothing.

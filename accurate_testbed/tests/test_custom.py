@@ -310,9 +310,11 @@ def test_a_crd_being_deleted_serves_its_held_objects_until_they_are_released(
     merge = "application/merge-patch+json"
 
     def widget(name: str, **metadata: Any) -> dict:
-        body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": name}}
-        body["metadata"].update(metadata)
-        return body
+        return {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "Widget",
+            "metadata": {"name": name, **metadata},
+        }
 
     request(cluster.api_client, "POST", base, widget("plain"))
     request(cluster.api_client, "POST", base, widget("held", finalizers=["example.com/hold"]))
