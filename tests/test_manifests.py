@@ -62,8 +62,13 @@ EXTRA_CLUSTER_VERBS = {
     ("authorization.k8s.io", "selfsubjectaccessreviews"): {"create"},
     ("rbac.authorization.k8s.io", "roles"): {"get", "escalate", "bind"},
     ("rbac.authorization.k8s.io", "rolebindings"): {"get"},
-    ("rbac.authorization.k8s.io", "clusterroles"): {"bind"},
+    # bind to copy RoleBindings; the rest for the sudoer keeper, as below.
+    ("rbac.authorization.k8s.io", "clusterroles"): {
+        *("bind", "escalate", "list", "create", "update", "delete"),
+    },
     ("", "secrets"): {"get"},
+    # The sudoer keeper's (controller/sudoers.py), outside the startup check: it is opt-in.
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): {"list", "create", "update", "delete"},
 }
 
 

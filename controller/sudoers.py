@@ -1,0 +1,131 @@
+"""The sudoer keeper: the cluster-scoped RBAC that the roots' sudo grants imply, kept in line.
+
+For every user a root's sudo grant names (libaccurate.access.sudoers) there is a ClusterRole
+letting them impersonate themselves and the sudo group of each such root, and a
+ClusterRoleBinding giving it to them. The keeper creates them when the first grant names the
+user, rewrites the ClusterRole when the set of roots changes, deletes both when no grant names
+the user any more, and touches nothing else: only objects carrying its label are its own.
+
+It runs in the reconcile loop's passes, from the same cache picture as the planner, and writes
+only when that picture asks for something other than what it last achieved; after a failure
+it tries again in the next pass. It is opt-in by use: its permissions
+(controller/config/rbac/tenant_access.yaml) are not part of the startup check, and a controller
+without them only says so once a sudo grant exists, so a cluster that never grants sudo runs
+as before.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from libaccurate.access import (
+    ANNOTATION_SUDOER,
+    LABEL_SUDOER,
+    RBAC_GROUP,
+    sudoer_objects,
+    sudoers,
+)
+from libaccurate.config import WatchedResource
+from libaccurate.forest import node_from_object
+from libaccurate.kube import ApiError, Kube, KubeError, resource_path
+from libaccurate.planner import Snapshot
+
+Obj = dict[str, Any]
+Wanted = Mapping[str, tuple[str, ...]]
+_PLURALS = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
+
+log = logging.getLogger(__name__)
+
+
+class Sudoers:
+    """Keeps the sudoers' ClusterRoles and ClusterRoleBindings; call ``keep`` every pass."""
+
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self._kept: Wanted | None = None
+
+    def keep(self, snapshot: Snapshot) -> None:
+        wanted = sudoers(_role_bindings(snapshot), _roots(snapshot))
+        if wanted == self._kept:
+            return
+        try:
+            self._reconcile(wanted)
+        except ApiError as error:
+            if error.code == 403 and not wanted:
+                # Without its permissions and with nothing to do: nothing to say either.
+                self._kept = wanted
+                return
+            log.warning("sudo grants not carried out yet", extra={"error": str(error)})
+            return
+        except KubeError as error:
+            log.warning("sudo grants not carried out yet", extra={"error": str(error)})
+            return
+        except Exception:
+            # A bug here must not hold up propagation, which runs in the same pass.
+            log.exception("sudo grants not carried out")
+            return
+        self._kept = wanted
+
+    def _reconcile(self, wanted: Wanted) -> None:
+        for kind in ("ClusterRoleBinding", "ClusterRole"):
+            for obj in self._list(kind):
+                if _user_of(obj) not in wanted:
+                    self._delete(kind, obj)
+        current = {kind: {_user_of(o): o for o in self._list(kind)} for kind in _PLURALS}
+        for user, roots in wanted.items():
+            for obj in sudoer_objects(user, roots):
+                self._put(obj, current[obj["kind"]].get(user))
+
+    def _list(self, kind: str) -> list[Obj]:
+        path = resource_path(RBAC_GROUP, "v1", _PLURALS[kind])
+        return list(self.kube.list_objects(path, labelSelector=LABEL_SUDOER).get("items") or [])
+
+    def _put(self, wanted: Obj, current: Obj | None) -> None:
+        """Create the object, or replace it when what it grants differs."""
+        collection = resource_path(RBAC_GROUP, "v1", _PLURALS[wanted["kind"]])
+        if current is None:
+            self.kube.create(collection, wanted)
+            log.info("sudoer RBAC created", extra=_about(wanted))
+        elif any(current.get(key) != wanted.get(key) for key in ("rules", "subjects", "roleRef")):
+            version = current["metadata"].get("resourceVersion")
+            body = {**wanted, "metadata": {**wanted["metadata"], "resourceVersion": version}}
+            self.kube.replace(f"{collection}/{wanted['metadata']['name']}", body)
+            log.info("sudoer RBAC updated", extra=_about(wanted))
+
+    def _delete(self, kind: str, obj: Obj) -> None:
+        path = resource_path(RBAC_GROUP, "v1", _PLURALS[kind], name=obj["metadata"]["name"])
+        try:
+            self.kube.delete(path)
+        except ApiError as error:
+            if not error.not_found:
+                raise
+        log.info("sudoer RBAC deleted", extra=_about(obj))
+
+
+def keeps_sudoers(watched: WatchedResource) -> bool:
+    """Sudo grants are RoleBindings: the keeper runs when the controller propagates those."""
+    return watched.gvk.group == RBAC_GROUP and watched.gvk.kind == "RoleBinding"
+
+
+def _role_bindings(snapshot: Snapshot) -> list[Mapping[str, Any]]:
+    return [
+        obj
+        for gvk, objects in snapshot.objects.items()
+        if gvk.group == RBAC_GROUP and gvk.kind == "RoleBinding"
+        for obj in objects
+    ]
+
+
+def _roots(snapshot: Snapshot) -> set[str]:
+    nodes = (node_from_object(namespace) for namespace in snapshot.namespaces)
+    return {node.name for node in nodes if node.is_root and not node.terminating}
+
+
+def _user_of(obj: Obj) -> str:
+    return str((obj["metadata"].get("annotations") or {}).get(ANNOTATION_SUDOER, ""))
+
+
+def _about(obj: Obj) -> dict[str, str]:
+    return {"kind": obj["kind"], "object": obj["metadata"]["name"], "user": _user_of(obj)}
