@@ -588,3 +588,7 @@ def help_command(ctx: click.Context, words: tuple[str, ...]) -> None:
 
 def main() -> None:
     root.main(prog_name=PROG, complete_var=COMPLETE_VAR)
+
+
+# Command groups kept in modules of their own register themselves on ``root`` when imported.
+from kubectl_accurate import access, report, sudo  # noqa: E402, F401

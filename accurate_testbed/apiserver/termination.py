@@ -1,7 +1,8 @@
 """Emptying terminating containers: namespaces (their objects) and CRDs (their custom objects).
 
-Like the real namespace controller, it deletes what is inside (objects with finalizers wait for
-them), and only when nothing is left releases the container's finalizer so it disappears. It
+Like the real namespace controller and CRD finalizer controller, it deletes what is inside
+(objects with finalizers wait for them, and stay served meanwhile), and only when nothing is
+left releases the container's finalizer so it disappears. It
 acts as a controller of the server, so its deletions do not pass through admission webhooks.
 It follows which containers are terminating from the changes it is told about, so a store full
 of live namespaces costs it nothing.
@@ -19,7 +20,8 @@ import threading
 import time
 from collections.abc import Sequence
 
-from accurate_testbed.apiserver.api import CRD_CLEANUP_FINALIZER, Api
+from accurate_testbed.apiserver import crds
+from accurate_testbed.apiserver.api import Api, now
 from accurate_testbed.apiserver.resources import APIEXTENSIONS, Resource, resources_of_crd
 from accurate_testbed.apiserver.store import Change, Key, key_of
 
@@ -119,14 +121,28 @@ class Termination:
             self.api.write_internal(namespace_resource, namespace, released)
 
     def _empty_crd(self, crd: dict) -> None:
-        finalizers = crd["metadata"].get("finalizers") or []
-        served = resources_of_crd(crd)
-        if CRD_CLEANUP_FINALIZER not in finalizers:
+        """The finalizer controller's steps: say deletion is in progress, delete the instances
+        (held ones stay, served, until their finalizers go), and once none is left report it
+        completed and release the cleanup finalizer, which removes the CRD."""
+        if crds.CLEANUP_FINALIZER not in (crd["metadata"].get("finalizers") or []):
             return
+        crd = self._write_crd(crd, crds.DELETION_IN_PROGRESS)
+        served = resources_of_crd(crd)
         if served and self._delete_all(served[0], None):
             return
-        released = copy.deepcopy(crd)
-        released["metadata"]["finalizers"] = [f for f in finalizers if f != CRD_CLEANUP_FINALIZER]
+        self._write_crd(crd, crds.DELETION_COMPLETED, release=True)
+
+    def _write_crd(self, crd: dict, state: tuple[str, str, str], release: bool = False) -> dict:
+        """Store ``crd`` with its Terminating condition at ``state`` (and without the cleanup
+        finalizer when ``release``), writing only when that changes it."""
+        changed = copy.deepcopy(crd)
+        crds.set_condition(changed, crds.TERMINATING, state, now())
+        if release:
+            changed["metadata"]["finalizers"] = [
+                f for f in changed["metadata"]["finalizers"] if f != crds.CLEANUP_FINALIZER
+            ]
+        if changed == crd:
+            return crd
         crd_resource = self.api.resource_of(*CRDS)
         assert crd_resource is not None
-        self.api.write_internal(crd_resource, crd, released)
+        return self.api.write_internal(crd_resource, crd, changed)
