@@ -5,13 +5,15 @@ SubNamespace or two), asks ``changes`` what to write, and hands that to ``writes
 themselves live in libaccurate. Errors print as ``error: ...`` on stderr with exit code 1;
 usage errors exit 2. ``-h``/``--help`` and ``help [COMMAND]`` work everywhere, as in kubectl.
 
-Start-up time is most of what a user waits for on a small cluster (issue 18), so this module
-loads only click and the light modules that describe the command line (``arguments``,
-``flags``, ``output``, ``completion``): ``--help``, ``--version`` and ``completion`` never load
-YAML, TLS, HTTP or the plugin's rules. A command imports what it works with inside its body,
-and only that: ``list`` loads neither the planner nor the write machinery. A new command
-follows the same rule; a command kept in a module of its own is imported by its command
-function here, not at the top. ``tests/unit/test_startup_imports.py`` holds the budget.
+Start-up time is most of what a user waits for on a small cluster (issue 18), so importing the
+command tree loads click, the light modules that describe the command line (``arguments``,
+``flags``, ``output``, ``completion``) and the command modules, and nothing heavy: YAML, TLS and
+HTTP load when a command connects (``libaccurate.kube`` and ``kubeconfig`` import them there),
+and the plugin's rules and write machinery inside the commands that use them, so ``list``
+loads neither the planner nor ``changes``. A new command follows the same rule: a command here
+imports what it works with inside its body; a module of its own, registered at the bottom of
+this file, keeps its top-level imports light and does the same. ``tests/e2e/test_cli_startup.py``
+holds the budget.
 """
 
 from __future__ import annotations

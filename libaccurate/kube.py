@@ -11,15 +11,10 @@ from __future__ import annotations
 import copy
 import json
 import re
-import ssl
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
-
-import urllib3
-from urllib3.util.ssl_ import create_urllib3_context
 
 # KubeError and ConnectionOptions are defined with the loader, which needs them first; every
 # caller imports them from here, with the rest of the adapter.
@@ -27,6 +22,14 @@ from libaccurate.kubeconfig import ConnectionOptions, Credentials, KubeError, lo
 
 # Callers build the paths they request with the adapter, so it hands them the builder too.
 from libaccurate.paths import resource_path as resource_path
+
+# urllib3 and ssl are imported where a connection is made: importing this module for its
+# errors, paths and types (as every command module of the plugin does) then loads no HTTP or
+# TLS stack, and a command that only parses its command line starts at once (issue 18).
+if TYPE_CHECKING:
+    import ssl
+
+    import urllib3
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -113,6 +116,8 @@ class Kube:
         if impersonate:
             self.headers["Impersonate-User"] = impersonate
         self._groups = impersonate_groups
+        import urllib3
+
         if not credentials.verify:
             # Asked for in so many words (--insecure-skip-tls-verify); kubectl says nothing either.
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
@@ -208,6 +213,8 @@ class Kube:
             "timeoutSeconds": str(timeout_seconds),
             **query,
         }
+        import urllib3
+
         # A connection of its own: the server may close it when the watch ends, and a pooled
         # connection would then fail the next request that picks it up.
         own = urllib3.PoolManager(maxsize=1, **self._tls)
@@ -246,6 +253,8 @@ class Kube:
         stream: bool,
         pool: urllib3.PoolManager | None = None,
     ) -> urllib3.BaseHTTPResponse:
+        import urllib3
+
         url = self.host + path + (f"?{urlencode(query)}" if query else "")
         authorization = self.credentials.authorization()
         headers: Mapping[str, str] = {
@@ -276,6 +285,8 @@ class Kube:
 
 
 def _tls_arguments(credentials: Credentials) -> dict[str, Any]:
+    import ssl
+
     if not credentials.secure:
         return {}
     verify = ssl.CERT_REQUIRED if credentials.verify else ssl.CERT_NONE
@@ -293,6 +304,10 @@ def _tls_arguments(credentials: Credentials) -> dict[str, Any]:
 def _ssl_context(credentials: Credentials, verify: ssl.VerifyMode) -> ssl.SSLContext:
     """One context for every connection: the CA (or the system's) and the client certificate
     are loaded once, not on every handshake."""
+    import ssl
+
+    from urllib3.util.ssl_ import create_urllib3_context
+
     context = create_urllib3_context(cert_reqs=verify)
     try:
         if credentials.ca_file or credentials.ca_data:
@@ -309,6 +324,8 @@ def _ssl_context(credentials: Credentials, verify: ssl.VerifyMode) -> ssl.SSLCon
 def _load_client_certificate(context: ssl.SSLContext, credentials: Credentials) -> None:
     """Certificate and key given as data pass through a private temporary folder, as the ssl
     module reads them only from files; they are deleted once loaded."""
+    import tempfile
+
     cert, key = credentials.cert_file, credentials.key_file
     if not (cert or credentials.cert_data):
         return
@@ -329,6 +346,8 @@ def _private_file(folder: str, name: str, data: bytes) -> str:
 def _events(response: urllib3.BaseHTTPResponse, path: str) -> Iterator[dict[str, Any]]:
     """The decoded events of a watch; a stream cut off mid-way is a KubeError, so that the
     caller lists again rather than trusting what it has."""
+    import urllib3
+
     try:
         for line in _lines(response):
             yield json.loads(line)

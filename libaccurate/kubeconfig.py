@@ -33,14 +33,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import yaml
-
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 DEFAULT_KUBECONFIG = "~/.kube/config"
 # How often a token file is read again, as client-go does for rotated tokens.
 TOKEN_REREAD_SECONDS = 60.0
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SECTIONS = ("clusters", "users", "contexts")
 # The fields of each section that name files, resolved against the file holding the entry.
 _PATH_FIELDS = {
@@ -175,13 +172,17 @@ def _merge(paths: list[str]) -> _Kubeconfig:
 
 
 def _read(path: str) -> Fields:
+    """One kubeconfig file as a mapping. YAML is imported here, when a file is read, so that
+    importing this module (for its errors and options) costs a command-line parse nothing."""
+    import yaml
+
     try:
         with open(path, "rb") as file:
             text = file.read()
     except OSError as error:
         raise KubeError(f"cannot read kubeconfig {path}: {error.strerror}") from error
     try:
-        document = yaml.load(text, Loader=_LOADER)
+        document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as error:
         raise KubeError(f"invalid kubeconfig {path}: {error}") from error
     if document is None:
