@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from libaccurate import __version__
-
-if TYPE_CHECKING:  # the HTTP and TLS stack loads when a command connects, not to parse flags
-    from libaccurate.kube import ConnectionOptions, Kube
+from libaccurate.kube import ConnectionOptions, Kube
 
 F = TypeVar("F", bound=Callable[..., Any])
 _STORE = "accurate.connection"
@@ -120,8 +118,6 @@ def generic_flags(*, shown: bool) -> Callable[[F], F]:
 
 
 def connection_options(ctx: click.Context) -> ConnectionOptions:
-    from libaccurate.kubeconfig import ConnectionOptions
-
     given = {k: v for k, v in ctx.meta.get(_STORE, {}).items() if k != CACHE_DIR}
     return ConnectionOptions(**given)
 
@@ -131,6 +127,4 @@ def cache_dir(ctx: click.Context) -> str | None:
 
 
 def connect(ctx: click.Context) -> Kube:
-    from libaccurate.kube import Kube
-
     return Kube.connect(connection_options(ctx), user_agent=USER_AGENT)
