@@ -37,10 +37,12 @@ class AdmissionWebhooks:
         live: LiveReads,
         naming_policies: Sequence[NamingPolicy],
         allow_cascading_deletion: bool,
+        tree_label_suffix: str | None = None,
     ) -> None:
         self._live = live
         self._naming_policies = tuple(naming_policies)
         self._allow_cascading_deletion = allow_cascading_deletion
+        self._tree_label_suffix = tree_label_suffix
 
     def validate_namespace(self, body: Any) -> Answer:
         request = admission_request(body, "", "Namespace", needs_name=True)
@@ -49,7 +51,12 @@ class AdmissionWebhooks:
         except KubeError as error:
             return _unavailable(request, error)
         verdict = review_namespace(
-            request.operation, request.new, request.old, forest, self._allow_cascading_deletion
+            request.operation,
+            request.new,
+            request.old,
+            forest,
+            self._allow_cascading_deletion,
+            self._tree_label_suffix,
         )
         return admission_response(request, verdict), verdict.allowed
 

@@ -176,6 +176,7 @@ def _webhooks(
         config.naming_policies,
         options.allow_cascading_deletion,
         metrics.observe_webhook,
+        config.tree_label_suffix,
     )
     try:
         server.start()

@@ -34,6 +34,7 @@ from libaccurate.forest import Forest, Node, Problem, node_from_object
 from libaccurate.inheritance import Metadata, desired_metadata, needs_write
 from libaccurate.lifecycle import plan_lifecycle, status_differs, status_for
 from libaccurate.propagation import plan_kind
+from libaccurate.treelabels import tree_labels
 
 Object = Mapping[str, Any]
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -103,12 +104,14 @@ class Plan:
     a step for a namespace fails, the pass reports Ready=False instead (closing.py).
     ``problems`` lists the namespaces in a cycle or under a missing reference, which get
     nothing until an operator fixes them. ``subnamespaces`` are the snapshot's, by key.
+    ``label_problems`` says, by namespace, which of its tree labels cannot be written and why.
     """
 
     steps: tuple[Step, ...]
     statuses: Mapping[tuple[str, str], SubNamespaceStatus]
     problems: Mapping[str, Problem]
     subnamespaces: Mapping[tuple[str, str], Object] = field(default_factory=dict)
+    label_problems: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def actions(self) -> tuple[Action, ...]:
@@ -164,7 +167,25 @@ def plan(snapshot: Snapshot) -> Plan:
         statuses[(verdict.namespace, verdict.name)] = status
         if status_differs(sub, status):
             actions.append(PatchSubNamespaceStatus(verdict.namespace, verdict.name, status))
-    return Plan(_order(actions, forest), statuses, forest.problems(), subnamespaces)
+    return Plan(
+        _order(actions, forest),
+        statuses,
+        forest.problems(),
+        subnamespaces,
+        _label_problems(forest, config.tree_label_suffix),
+    )
+
+
+def _label_problems(forest: Forest, suffix: str | None) -> dict[str, tuple[str, ...]]:
+    """Tree labels too long to be written, by namespace; none at all when they are off."""
+    if suffix is None:
+        return {}
+    found = {}
+    for name in forest.top_down():
+        problems = tree_labels(forest, forest.nodes[name], suffix).problems
+        if problems:
+            found[name] = problems
+    return found
 
 
 def _future_forest(
