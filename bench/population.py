@@ -25,9 +25,9 @@ def in_parallel(
             future.result()
 
 
-def forest(target: Target, roots: int, size: int) -> dict[str, list[str]]:
+def forest(target: Target, roots: int, size: int, deepest: int = 4) -> dict[str, list[str]]:
     """``roots`` trees of ``size`` namespaces in all, of mixed depth: each tree is a chain of
-    ``depth`` levels under its root, the rest hang off the chain's levels round-robin.
+    1 to ``deepest`` levels under its root, the rest hang off the chain's levels round-robin.
     Returns each root's descendants, parents before children."""
     per_tree = max(1, size // roots)
     trees: dict[str, list[str]] = {}
@@ -35,7 +35,7 @@ def forest(target: Target, roots: int, size: int) -> dict[str, list[str]]:
     for r in range(roots):
         root = target.name(f"r{r}")
         layers[0].append((root, {LABEL_TYPE: TYPE_ROOT}))
-        depth = 1 + r % 4
+        depth = 1 + r % deepest
         chain = [root]
         trees[root] = []
         for i in range(1, per_tree):

@@ -16,12 +16,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.fault_injection
-def test_quick_mode_request_counts_hold() -> None:
+def _quick(*only: str) -> subprocess.CompletedProcess[str]:
+    """``python -m bench --quick`` (with ``--only`` for each of ``only``), as CI runs it."""
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "POD_NAMESPACE")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    result = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick"],
+    chosen = [argument for name in only for argument in ("--only", name)]
+    return subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", *chosen],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -29,6 +30,11 @@ def test_quick_mode_request_counts_hold() -> None:
         timeout=300,
         check=False,
     )
+
+
+@pytest.mark.fault_injection
+def test_quick_mode_request_counts_hold() -> None:
+    result = _quick()
     print(result.stdout)
     assert result.returncode == 0, result.stdout + result.stderr
     checked = [
@@ -36,3 +42,14 @@ def test_quick_mode_request_counts_hold() -> None:
     ]
     assert len(checked) == 6, result.stdout
     assert all("| met " in line for line in checked), result.stdout
+
+
+@pytest.mark.fault_injection
+def test_quick_mode_tree_labels_cost_nothing_at_rest_and_a_move_rewrites_only_the_moved() -> None:
+    """Scenario 9 (issue 14): no request from a quiet controller keeping tree labels, and a
+    grafted tree costs one write per namespace whose labels change."""
+    result = _quick("treelabels")
+    assert result.returncode == 0, result.stdout + result.stderr
+    checked = [line for line in result.stdout.splitlines() if line.startswith("| 9 tree")]
+    for figure in ("LIST requests", "writes in", "writes for the move"):
+        assert any(figure in line and "| met " in line for line in checked), result.stdout
