@@ -148,6 +148,14 @@ def desired_metadata(
     return desired
 
 
+def labels_after(namespace: Mapping[str, Any], desired: Metadata | None) -> dict[str, str]:
+    """A namespace's labels once ``desired`` is applied (as they are, without an entry)."""
+    current = labels_of(namespace)
+    if desired is None:
+        return dict(current)
+    return _after(current, owned_keys(namespace).labels, desired.labels)
+
+
 def _owns_tree_labels(owned: OwnedKeys, suffix: str) -> bool:
     return any(is_tree_label(key, suffix) for key in owned.labels)
 
