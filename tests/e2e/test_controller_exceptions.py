@@ -1,0 +1,78 @@
+"""Per-object propagation exceptions end to end (issue 14 item 2): a Secret annotated with
+kubectl, narrowed by a tree-label selector, re-targeted, mistyped and stopped, with the
+controller process copying and deleting accordingly."""
+
+from __future__ import annotations
+
+import json
+
+from libaccurate.constants import (
+    ANNOTATION_PROPAGATE,
+    ANNOTATION_PROPAGATE_NONE,
+    ANNOTATION_PROPAGATE_SELECT,
+    ANNOTATION_PROPAGATE_TREE_SELECT,
+)
+from libaccurate.kube import resource_path
+from libaccurate.selection import REASON_BAD_EXCEPTION
+from tests.e2e.controller import Controllers, Scene
+
+SUFFIX = "tree.accurate.cybozu.com"
+CONFIG = {"watches": [{"version": "v1", "kind": "Secret"}], "treeLabels": {"suffix": SUFFIX}}
+
+
+def test_exceptions_narrow_copies_and_a_typo_deletes_nothing(
+    controllers: Controllers, scene: Scene
+) -> None:
+    controllers.start(CONFIG)
+    root = scene.root()
+    prod = scene.subnamespace(root, "prod")
+    scene.settle(root, prod)
+    web = scene.subnamespace(prod, "web")
+    batch = scene.subnamespace(root, "batch")
+    scene.settle(prod, web)
+    scene.settle(root, batch)
+
+    def copies() -> set[str]:
+        return {
+            ns
+            for ns in (prod, web, batch)
+            if scene.get(resource_path("", "v1", "secrets", ns, "shared")) is not None
+        }
+
+    def annotate(*pairs: str) -> None:
+        scene.kubectl("annotate", "secret", "shared", "-n", root, "--overwrite", *pairs)
+
+    scene.kubectl("create", "secret", "generic", "shared", "-n", root, "--from-literal=k=v")
+    annotate(
+        f"{ANNOTATION_PROPAGATE}=update",
+        f"{ANNOTATION_PROPAGATE_SELECT}=!{prod}.{SUFFIX}/depth",
+    )
+    scene.wait(lambda: copies() == {batch}, "a copy outside the excluded subtree only")
+
+    annotate(f"{ANNOTATION_PROPAGATE_SELECT}-", f"{ANNOTATION_PROPAGATE_TREE_SELECT}={web}")
+    scene.wait(lambda: copies() == {web}, "the copy moving to the selected subtree")
+
+    annotate(f"{ANNOTATION_PROPAGATE_SELECT}=env in (prod")
+
+    def warned() -> str:
+        listed = scene.kubectl(
+            "get",
+            "events",
+            "-n",
+            root,
+            "--field-selector",
+            "involvedObject.name=shared",
+            "-o",
+            "json",
+        )
+        found = [
+            e["message"] for e in json.loads(listed)["items"] if e["reason"] == REASON_BAD_EXCEPTION
+        ]
+        return found[0] if found else ""
+
+    message = scene.wait(warned, "a Warning about the typo")
+    assert f"annotation {ANNOTATION_PROPAGATE_SELECT} cannot be parsed" in message
+    assert copies() == {web}
+
+    annotate(f"{ANNOTATION_PROPAGATE_SELECT}-", f"{ANNOTATION_PROPAGATE_NONE}=true")
+    scene.wait(lambda: copies() == set(), "every copy gone with propagate-none")
