@@ -82,6 +82,16 @@ def tree_labels(forest: Forest, node: Node, suffix: str | None) -> TreeLabels:
     return NO_TREE_LABELS if chain is None or suffix is None else tree_labels_from(chain, suffix)
 
 
+def tree_label_suffix(name: str, labels: Mapping[str, str]) -> str | None:
+    """The suffix a namespace's own tree label (``<name>.<suffix>/depth: "0"``) shows, so that
+    the plugin can read tree labels without the controller's config; None without one."""
+    for key, value in labels.items():
+        prefix, _, label = key.rpartition("/")
+        if value == "0" and label == LABEL_NAME and prefix.startswith(f"{name}."):
+            return prefix[len(name) + 1 :]
+    return None
+
+
 def without_tree_labels(labels: Mapping[str, str], suffix: str | None) -> dict[str, str]:
     """``labels`` less any tree label: they are the controller's alone and never inherited."""
     if suffix is None:

@@ -15,6 +15,7 @@ from libaccurate.constants import (
 from libaccurate.kube import resource_path
 from libaccurate.selection import REASON_BAD_EXCEPTION
 from tests.e2e.controller import Controllers, Scene
+from tests.e2e.test_controller_tree_labels import plugin
 
 SUFFIX = "tree.accurate.cybozu.com"
 CONFIG = {"watches": [{"version": "v1", "kind": "Secret"}], "treeLabels": {"suffix": SUFFIX}}
@@ -73,6 +74,15 @@ def test_exceptions_narrow_copies_and_a_typo_deletes_nothing(
     message = scene.wait(warned, "a Warning about the typo")
     assert f"annotation {ANNOTATION_PROPAGATE_SELECT} cannot be parsed" in message
     assert copies() == {web}
+    described = json.loads(plugin(scene, "ns", "describe", root, "-o", "json"))
+    shared = next(r for r in described["resources"] if r["name"] == "shared")
+    assert shared["exceptions"].startswith("blocked: annotation")
+    assert any(
+        p.startswith(f"Secret shared: annotation {ANNOTATION_PROPAGATE_SELECT} cannot be parsed")
+        for p in described["problems"]
+    )
+    text = plugin(scene, "ns", "describe", root)
+    assert "EXCEPTIONS" in text and "Problem:" in text
 
     annotate(f"{ANNOTATION_PROPAGATE_SELECT}-", f"{ANNOTATION_PROPAGATE_NONE}=true")
     scene.wait(lambda: copies() == set(), "every copy gone with propagate-none")

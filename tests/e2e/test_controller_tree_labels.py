@@ -4,6 +4,7 @@ done with the real ``kubectl accurate``, and its webhook refuses a hand edit mad
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import trustme
@@ -41,9 +42,11 @@ def start(controllers: Controllers, scene: Scene, ca: trustme.CA, folder: Path) 
     register_webhooks(scene.cluster, f"https://127.0.0.1:{port}", ca)
 
 
-def plugin(scene: Scene, *args: str) -> None:
+def plugin(scene: Scene, *args: str) -> str:
+    """``kubectl accurate ARGS`` that must succeed; its output."""
     result = run_plugin(*args, kubeconfig=scene.cluster.kubeconfig)
     assert result.returncode == 0, result.stderr
+    return result.stdout
 
 
 def test_tree_labels_follow_create_move_graft_and_cut(
@@ -56,6 +59,10 @@ def test_tree_labels_follow_create_move_graft_and_cut(
     web = scene.subnamespace(team, "web")
     scene.wait(lambda: tree_labels(scene, web) == lineage(web, team, root), "labels on creation")
     assert tree_labels(scene, root) == lineage(root)
+    described = json.loads(plugin(scene, "ns", "describe", web, "-o", "json"))
+    assert described["treeLabels"] == lineage(web, team, root)
+    text = plugin(scene, "ns", "describe", web)
+    assert f"{depth(root)}=2, {depth(team)}=1, {depth(web)}=0" in text
 
     plugin(scene, "sub", "move", team, other)
     scene.wait(
