@@ -15,6 +15,7 @@ from typing import Any
 
 from libaccurate.config import NamingPolicy
 from libaccurate.constants import (
+    ANNOTATION_ALLOW_CASCADING_DELETION,
     FINALIZER,
     LABEL_PARENT,
     LABEL_TEMPLATE,
@@ -23,6 +24,7 @@ from libaccurate.constants import (
     TYPE_TEMPLATE,
 )
 from libaccurate.forest import Forest, Node, node_from_object
+from libaccurate.lifecycle import cascades
 from libaccurate.naming import check_name
 from libaccurate.treelabels import is_tree_label, tree_labels
 from libaccurate.validation import (
@@ -395,12 +397,14 @@ def _subnamespace_deletion_denial(obj: Mapping[str, Any], forest: Forest) -> str
     metadata = obj["metadata"]
     namespace, name = metadata["namespace"], metadata["name"]
     node = forest.get(name)
-    if node is None or node.parent != namespace:
+    if node is None or node.parent != namespace or cascades(obj):
         return None
     children = forest.children(name)
     if not children:
         return None
     return (
         f"child namespaces exist: deleting SubNamespace {namespace}/{name} would delete "
-        f"namespace {name}, which has sub-namespaces {_names(children)}; delete them first"
+        f"namespace {name}, which has sub-namespaces {_names(children)}; delete them first, "
+        f'or annotate the SubNamespace with {ANNOTATION_ALLOW_CASCADING_DELETION}="true" to '
+        "delete the whole subtree with it"
     )

@@ -58,3 +58,5 @@ EVENT_COMPONENT: Final = "accurate-controller"
 ANNOTATION_PROPAGATE_SELECT: Final = "accurate.cybozu.com/propagate-select"
 ANNOTATION_PROPAGATE_TREE_SELECT: Final = "accurate.cybozu.com/propagate-tree-select"
 ANNOTATION_PROPAGATE_NONE: Final = "accurate.cybozu.com/propagate-none"
+# Ours: on a SubNamespace, lets deleting it delete its whole subtree, leaves first (issue 14).
+ANNOTATION_ALLOW_CASCADING_DELETION: Final = "accurate.cybozu.com/allow-cascading-deletion"

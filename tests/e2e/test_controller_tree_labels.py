@@ -5,7 +5,9 @@ done with the real ``kubectl accurate``, and its webhook refuses a hand edit mad
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import trustme
 
@@ -17,6 +19,7 @@ from tests.e2e.controller import Controllers, Scene
 from tests.e2e.webhooks import register_webhooks
 
 SUFFIX = "tree.accurate.cybozu.com"
+TREE_LABELS = {"treeLabels": {"suffix": SUFFIX}}
 
 
 def depth(ancestor: str) -> str:
@@ -32,12 +35,18 @@ def lineage(*names: str) -> dict[str, str]:
     return {depth(name): str(distance) for distance, name in enumerate(names)}
 
 
-def start(controllers: Controllers, scene: Scene, ca: trustme.CA, folder: Path) -> None:
-    """A controller with tree labels on that also serves the webhooks, registered."""
+def start(
+    controllers: Controllers,
+    scene: Scene,
+    ca: trustme.CA,
+    folder: Path,
+    config: Mapping[str, Any] = TREE_LABELS,
+) -> None:
+    """A controller (with tree labels on, unless ``config`` says otherwise) that also serves
+    the webhooks, registered."""
     cert_dir = folder / "serving-certs"
     write_serving_pair(ca, cert_dir)
     port = free_port()
-    config = {"treeLabels": {"suffix": SUFFIX}}
     controllers.start(config, "--webhook-addr", f"127.0.0.1:{port}", "--cert-dir", str(cert_dir))
     register_webhooks(scene.cluster, f"https://127.0.0.1:{port}", ca)
 
