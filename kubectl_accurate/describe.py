@@ -16,10 +16,18 @@ from typing import Any
 from kubectl_accurate.changes import NO_TYPE
 from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.output import CliError, Printer, shorten
+from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from kubectl_accurate.watched import Watched
 from libaccurate.cloning import copied_from, propagate_mode
-from libaccurate.constants import EVENT_COMPONENT, SUBNAMESPACE_KIND, TYPE_ROOT, TYPE_TEMPLATE
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.closing import NEEDS_A_PERSON
+from libaccurate.constants import (
+    CONDITION_READY,
+    EVENT_COMPONENT,
+    SUBNAMESPACE_KIND,
+    TYPE_ROOT,
+    TYPE_TEMPLATE,
+)
+from libaccurate.kube import ApiError, Kube, KubeError, resource_path
 from libaccurate.selection import EVERYWHERE, selection_of
 from libaccurate.treelabels import is_tree_label, tree_label_suffix, tree_labels
 
@@ -66,12 +74,14 @@ class Description:
     events: tuple[EventRow, ...] = ()
     tree_labels: tuple[tuple[str, str], ...] = ()
     label_problems: tuple[str, ...] = ()
+    stuck: tuple[str, ...] = ()
 
     @property
     def problems(self) -> tuple[str, ...]:
         """Every problem the controller sees on this namespace, with its reason."""
         bad = tuple(f"{r.kind} {r.name}: {r.error}" for r in self.rows if r.error is not None)
-        return (*((self.problem,) if self.problem else ()), *self.label_problems, *bad)
+        chain = (self.problem,) if self.problem else ()
+        return (*chain, *self.label_problems, *bad, *self.stuck)
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -116,7 +126,13 @@ class Description:
         }
 
 
-def describe(kube: Kube, namespaces: Namespaces, name: str, watched: Watched) -> Description:
+def describe(
+    kube: Kube,
+    namespaces: Namespaces,
+    name: str,
+    watched: Watched,
+    api: SubNamespaceApi | None = None,
+) -> Description:
     namespace = namespaces.get(name)
     if namespace is None:
         raise CliError(f"namespace {name} not found")
@@ -155,7 +171,34 @@ def describe(kube: Kube, namespaces: Namespaces, name: str, watched: Watched) ->
             )
         ),
         label_problems=tree_labels(forest, node, suffix).problems if suffix else (),
+        stuck=_stuck(api, name, node.parent, skipped) if api else (),
     )
+
+
+def _stuck(
+    api: SubNamespaceApi, name: str, parent: str | None, skipped: list[tuple[str, str]]
+) -> tuple[str, ...]:
+    """What the controller reports as needing a person (a conflict, a broken chain) on the
+    SubNamespace of this namespace and on those in it, from their Ready conditions."""
+    found: list[Mapping[str, Any]] = []
+    try:
+        if parent is not None:
+            own = api.get(parent, name)
+            found.extend([own] if own else [])
+        found.extend(api.list(name))
+    except KubeError as error:
+        skipped.append(("subnamespaces", str(error)))
+    lines = []
+    for sub in found:
+        meta = sub.get("metadata") or {}
+        for condition in (sub.get("status") or {}).get("conditions") or ():
+            if (
+                condition.get("type") == CONDITION_READY
+                and condition.get("reason") in NEEDS_A_PERSON
+            ):
+                where = f"SubNamespace {meta.get('namespace')}/{meta.get('name')}"
+                lines.append(f"{where}: {condition['reason']}: {condition.get('message', '')}")
+    return tuple(lines)
 
 
 def _events(

@@ -289,8 +289,9 @@ def describe_namespace(
     namespaces = _view(ctx, [name], below=True)
     if namespaces.get(name) is None:
         raise CliError(namespaces.missing(name))
-    kube = connect(ctx)
-    found = describe.describe(kube, namespaces, name, find_watched(kube, accurate_namespace))
+    api = _api(ctx)
+    watched = find_watched(api.kube, accurate_namespace)
+    found = describe.describe(api.kube, namespaces, name, watched, api)
     printer = Printer()
     if output:
         printer.data(found.to_data(), output)

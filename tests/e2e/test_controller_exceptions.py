@@ -86,3 +86,20 @@ def test_exceptions_narrow_copies_and_a_typo_deletes_nothing(
 
     annotate(f"{ANNOTATION_PROPAGATE_SELECT}-", f"{ANNOTATION_PROPAGATE_NONE}=true")
     scene.wait(lambda: copies() == set(), "every copy gone with propagate-none")
+
+
+def test_describe_names_a_conflicting_subnamespace_with_its_reason(
+    controllers: Controllers, scene: Scene
+) -> None:
+    controllers.start(CONFIG)
+    root = scene.root()
+    taken = scene.namespace("taken")
+    scene.subnamespace(root, "taken")
+    scene.wait(
+        lambda: (scene.condition(root, taken, "Ready") or {}).get("reason") == "Conflict",
+        "the conflict reported",
+    )
+    described = json.loads(plugin(scene, "ns", "describe", root, "-o", "json"))
+    assert f"SubNamespace {root}/{taken}: Conflict: namespace {taken} exists and is not a " in (
+        "\n".join(described["problems"])
+    )
