@@ -13,12 +13,12 @@ from libaccurate.constants import (
     ANNOTATION_PROPAGATE_TREE_SELECT,
 )
 from libaccurate.kube import resource_path
-from libaccurate.selection import REASON_BAD_EXCEPTION
+from libaccurate.selection import REASON_BAD_EXCEPTION as REASON
 from tests.e2e.controller import Controllers, Scene
-from tests.e2e.test_controller_tree_labels import plugin
+from tests.e2e.test_controller_propagation import events_about
+from tests.e2e.test_controller_tree_labels import SUFFIX, TREE_LABELS, plugin
 
-SUFFIX = "tree.accurate.cybozu.com"
-CONFIG = {"watches": [{"version": "v1", "kind": "Secret"}], "treeLabels": {"suffix": SUFFIX}}
+CONFIG = {"watches": [{"version": "v1", "kind": "Secret"}], **TREE_LABELS}
 
 
 def test_exceptions_narrow_copies_and_a_typo_deletes_nothing(
@@ -56,19 +56,7 @@ def test_exceptions_narrow_copies_and_a_typo_deletes_nothing(
     annotate(f"{ANNOTATION_PROPAGATE_SELECT}=env in (prod")
 
     def warned() -> str:
-        listed = scene.kubectl(
-            "get",
-            "events",
-            "-n",
-            root,
-            "--field-selector",
-            "involvedObject.name=shared",
-            "-o",
-            "json",
-        )
-        found = [
-            e["message"] for e in json.loads(listed)["items"] if e["reason"] == REASON_BAD_EXCEPTION
-        ]
+        found = [m for _, reason, m in events_about(scene, root, "shared") if reason == REASON]
         return found[0] if found else ""
 
     message = scene.wait(warned, "a Warning about the typo")
