@@ -43,6 +43,13 @@ class NamingPolicy:
 
 
 @dataclass(frozen=True)
+class TreeLabelSettings:
+    """``treeLabels``: every namespace of a tree gets ``<ancestor>.<suffix>/depth`` labels."""
+
+    suffix: str
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated configuration; the empty config is valid and propagates nothing."""
 
@@ -55,7 +62,12 @@ class Config:
     propagate_annotation_key_excludes: tuple[str, ...] = ()
     naming_policies: tuple[NamingPolicy, ...] = ()
     # Ours, not the Go Accurate's: None keeps tree labels off (issue 14, docs/hnc-features.md).
-    tree_label_suffix: str | None = None
+    tree_labels: TreeLabelSettings | None = None
+
+    @property
+    def tree_label_suffix(self) -> str | None:
+        """What tree label keys end with, or None when tree labels are off."""
+        return self.tree_labels.suffix if self.tree_labels else None
 
 
 @dataclass(frozen=True)
@@ -134,7 +146,7 @@ def parse_config(text: str, source: str) -> Config:
             _naming_policy(item, f"namingPolicies[{i}]", source)
             for i, item in enumerate(_list(document, "namingPolicies", source))
         ),
-        tree_label_suffix=_tree_label_suffix(document.get("treeLabels"), source),
+        tree_labels=_tree_labels(document.get("treeLabels"), source),
     )
 
 
@@ -325,8 +337,8 @@ def _naming_policy(item: object, key: str, source: str) -> NamingPolicy:
     return NamingPolicy(root=root, match=_required(entry, "match", key, source))
 
 
-def _tree_label_suffix(value: object, source: str) -> str | None:
-    """The DNS subdomain that tree labels end with, or None when they are off.
+def _tree_labels(value: object, source: str) -> TreeLabelSettings | None:
+    """The tree label settings, or None when they are off; the suffix is a DNS subdomain.
 
     A suffix that leaves no room for even a one-letter namespace name in a label key's
     253-character prefix could never label anything, so it is refused here.
@@ -340,4 +352,4 @@ def _tree_label_suffix(value: object, source: str) -> str | None:
         reason = "must be a DNS subdomain short enough to follow a namespace name in a label key"
         details = "; ".join(error.detail for error in errors)
         raise ConfigError(source, "treeLabels.suffix", suffix, f"{reason} ({details})")
-    return suffix
+    return TreeLabelSettings(suffix)

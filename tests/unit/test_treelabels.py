@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from libaccurate.admission import CREATE, UPDATE, review_namespace
-from libaccurate.config import ConfigError, config_to_dict, parse_config
+from libaccurate.config import (
+    Config,
+    ConfigError,
+    TreeLabelSettings,
+    config_to_dict,
+    parse_config,
+)
 from libaccurate.constants import LABEL_CREATED_BY, LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE
 from libaccurate.forest import Forest
 from libaccurate.planner import plan
@@ -15,7 +23,7 @@ from tests.unit.planner_world import World, settle
 from tests.unit.test_planner import CONFIG, ns_labels
 
 SUFFIX = "tree.accurate.cybozu.com"
-TREE_CONFIG = CONFIG.__class__(**{**CONFIG.__dict__, "tree_label_suffix": SUFFIX})
+TREE_CONFIG = dataclasses.replace(CONFIG, tree_labels=TreeLabelSettings(SUFFIX))
 
 
 def depth(ancestor: str) -> str:
@@ -132,7 +140,7 @@ def test_a_namespace_leaving_every_tree_loses_its_tree_labels_and_keeps_the_rest
 
 
 def test_a_hand_edit_of_a_tree_label_is_reverted_and_tree_labels_are_never_inherited() -> None:
-    config = TREE_CONFIG.__class__(**{**TREE_CONFIG.__dict__, "label_keys": ("*/*", "*")})
+    config = dataclasses.replace(TREE_CONFIG, label_keys=("*/*", "*"))
     world = grafted_world(config)
     world.label_by_hand("a", depth("root1"), "7")
     world.label_by_hand("a", depth("elsewhere"), "0")
@@ -144,7 +152,7 @@ def test_a_hand_edit_of_a_tree_label_is_reverted_and_tree_labels_are_never_inher
 def test_a_tree_label_too_long_to_be_a_key_is_reported_not_truncated() -> None:
     long_name = "r" * 63
     suffix = ".".join(["x" * 60] * 3) + ".example.com"
-    world = World(config=TREE_CONFIG.__class__(tree_label_suffix=suffix))
+    world = World(config=Config(tree_labels=TreeLabelSettings(suffix)))
     world.add_namespace(long_name, {LABEL_TYPE: "root"})
     world.add_namespace("a", {LABEL_PARENT: long_name})
     settle(world)
