@@ -278,13 +278,14 @@ def new_subnamespace(target: Target, sizes: Sizes) -> list[Row]:
 
 
 def converge(target: Target, sizes: Sizes) -> list[Row]:
-    """8: a controller meeting a populated cluster (issue 19): trees of 50 namespaces, objects
-    nothing propagates, and update-mode Secrets in every root, copied to every namespace of
-    its tree. The time until every copy is there, and the writes until the controller is
-    quiet, against copies + 2 per sub-namespace (its metadata and its status)."""
+    """8: a controller meeting a populated cluster (issue 19): trees of 50 namespaces with a
+    SubNamespace for each sub-namespace, as the Go Accurate leaves them, objects nothing
+    propagates, and update-mode Secrets in every root, copied to every namespace of its tree.
+    The time until every copy is there, and the writes until the controller is quiet, against
+    copies + 2 per sub-namespace (its metadata and its status)."""
     target.fresh()
     roots = max(1, sizes.converge_namespaces // NAMESPACES_PER_ROOT)
-    trees = population.forest(target, roots, sizes.converge_namespaces)
+    trees = population.forest(target, roots, sizes.converge_namespaces, subnamespaces=True)
     kube = target.kube()
     per_root = max(1, sizes.converge_sources // roots)
     population.in_parallel(
@@ -550,7 +551,7 @@ def tree_labels(target: Target, sizes: Sizes) -> list[Row]:
     under another root rewrites exactly the namespaces whose labels change, once each."""
     target.fresh()
     roots = max(2, sizes.tree_namespaces // sizes.tree_subtree)
-    trees = population.forest(target, roots, sizes.tree_namespaces, DEEPEST_TREE)
+    trees = population.forest(target, roots, sizes.tree_namespaces, deepest=DEEPEST_TREE)
     kube = target.kube()
     settings = {**controller.CONFIG, "treeLabels": {"suffix": TREE_LABEL_SUFFIX}}
     running = controller.start(target, "--apiserver-qps-throttle", "0", settings=settings)

@@ -31,6 +31,7 @@ from controller.loop import Leadership, Loop
 from controller.metrics import Metrics
 from controller.options import DISABLED, PROGRAM, Options, parse
 from controller.owners import Owners
+from controller.sudoers import Sudoers, keeps_sudoers
 from controller.throttle import Throttle
 from controller.webhook import WebhookServer
 from controller.writes import Writer
@@ -142,6 +143,7 @@ def start(options: Options, stop: threading.Event) -> Controller:
         Leadership(is_leader, elector.wait_until_leader if elector else lambda _: True),
         options.resync_period,
         owners,
+        Sudoers(kube) if any(keeps_sudoers(w) for w in watched) else None,
     )
     loop_thread = threading.Thread(target=loop.run, args=(stop,), name="loop", daemon=True)
     controller = Controller(stop, loop_thread, applier, elector)

@@ -516,6 +516,28 @@ def cut_sub(ctx: click.Context, name: str, dry_run: bool, accurate_namespace: st
     _run(ctx, [name], build, dry_run, accurate_namespace)
 
 
+@command(root, "import-hnc", "import-hnc", "import-hnc -o yaml", "import-hnc --apply")
+@click.option("--apply", "apply_", is_flag=True, help="Make the writes; without it, only plan.")
+@click.option(
+    "--hnc-namespace",
+    default="hnc-system",
+    show_default=True,
+    help="The namespace HNC's controller runs in.",
+)
+@output_option
+def import_hnc(ctx: click.Context, apply_: bool, hnc_namespace: str, output: str | None) -> None:
+    """Move a cluster from HNC (the Hierarchical Namespace Controller) to Accurate.
+
+    Reads HNC's trees, anchors, config and copies and prints the Accurate equivalent: labels,
+    SubNamespaces, objects to opt in, HNC's copies to hand over, the controller config, what
+    cannot be carried over, and the steps to retire HNC. With --apply it writes (nothing is
+    deleted; a second run writes nothing), once HNC's webhooks and controller are gone.
+    """
+    from kubectl_accurate import hnc_import
+
+    hnc_import.run(_api(ctx), Printer(), apply_, output, hnc_namespace)
+
+
 @root.command(
     epilog=(
         "\b\nExamples:\n  source <(kubectl-accurate completion bash)\n"
@@ -547,3 +569,7 @@ def help_command(ctx: click.Context, words: tuple[str, ...]) -> None:
 
 def main() -> None:
     root.main(prog_name=PROG, complete_var=COMPLETE_VAR)
+
+
+# Command groups kept in modules of their own register themselves on ``root`` when imported.
+from kubectl_accurate import access, report, sudo  # noqa: E402, F401

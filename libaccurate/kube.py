@@ -154,6 +154,15 @@ class Kube:
     def get(self, path: str) -> dict[str, Any]:
         return dict(self.request("GET", path))
 
+    def find(self, path: str) -> dict[str, Any] | None:
+        """A GET for callers to whom "not there" is an answer: None on 404."""
+        try:
+            return self.get(path)
+        except ApiError as error:
+            if error.not_found:
+                return None
+            raise
+
     def list_objects(self, path: str, **query: str) -> dict[str, Any]:
         """A LIST, with ``labelSelector``/``fieldSelector``/... passed as keyword arguments."""
         return dict(self.request("GET", path, query=query))

@@ -104,6 +104,8 @@ class Credentials:
     tls_server_name: str | None = None
     # The namespace commands are about when none is named: -n, else the context's, as kubectl.
     namespace: str = "default"
+    # The kubeconfig's name for whom (its user entry), for servers that cannot say who you are.
+    user_entry: str | None = None
 
     @property
     def secure(self) -> bool:
@@ -240,7 +242,8 @@ def _choose(config: _Kubeconfig, options: ConnectionOptions) -> Credentials:
     _check_cluster(cluster_name, cluster)
     _check_user(user_name, user)
     namespace = options.namespace or _text(context.get("namespace")) or "default"
-    return replace(_credentials(cluster_name, cluster, user_name, user), namespace=namespace)
+    found = _credentials(cluster_name, cluster, user_name, user)
+    return replace(found, namespace=namespace, user_entry=user_name or None)
 
 
 def _context_name(config: _Kubeconfig, options: ConnectionOptions) -> str:

@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 import yaml
 
-from accurate_testbed.apiserver import errors, paging, schema, validate
+from accurate_testbed.apiserver import crds, errors, paging, schema, validate
 from accurate_testbed.apiserver.defaults import apply_builtin_defaults
 from accurate_testbed.apiserver.errors import ApiError
 from accurate_testbed.apiserver.managedfields import ApplyConflict, record_update, server_side_apply
@@ -35,6 +35,7 @@ from accurate_testbed.apiserver.patching import (
 from accurate_testbed.apiserver.resources import (
     ADMISSION,
     APIEXTENSIONS,
+    AUTHENTICATION,
     AUTHORIZATION,
     Registry,
     Resource,
@@ -53,7 +54,6 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
 IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
-CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 _NAME_SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _NAMESPACE_TERMINATING_CONFLICT = (
     "The system is ensuring all content is removed from this namespace.  Upon completion, this "
@@ -231,12 +231,19 @@ class Api:
     # -- writes ------------------------------------------------------------------------------
 
     def create(self, resource: Resource, namespace: str, body: Obj, caller: Caller) -> Obj:
+        if resource.terminating:
+            raise errors.method_not_supported(
+                resource.group,
+                resource.plural,
+                "create",
+                "create not allowed while custom resource definition is terminating",
+            )
         obj = self._decode(resource, namespace, body, caller.strict)
         meta = obj["metadata"]
         if not meta.get("name") and meta.get("generateName"):
             suffix = "".join(random.choices(_NAME_SUFFIX_CHARS, k=5))
             meta["name"] = meta["generateName"] + suffix
-        if resource.group == AUTHORIZATION:
+        if resource.group in (AUTHENTICATION, AUTHORIZATION):
             return self._review(resource, obj, caller)
         return self._create(resource, namespace, obj, caller, managed=False)
 
@@ -323,6 +330,12 @@ class Api:
                 self._admit_deletion(resource, current, caller)
             if resource.kind == "Namespace":
                 return self._delete_namespace(resource, current, caller.dry_run)
+            first = not current["metadata"].get("deletionTimestamp")
+            if resource.kind == "CustomResourceDefinition" and first:
+                marked = crds.marked_for_deletion(current, now())
+                if caller.dry_run:
+                    return self.view(resource, marked)
+                return self.view(resource, self._persist(resource, current, marked))
             policy = options.get("propagationPolicy")
             return self._delete(resource, current, policy, caller.dry_run)
 
@@ -462,8 +475,9 @@ class Api:
             obj = record_update(None, obj, caller.manager, resource.api_version, now())
         obj = self._admit_and_validate("CREATE", resource, obj, None, caller, None)
         if caller.dry_run:
-            if self.store.get(resource.group, resource.plural, namespace, meta["name"]):
-                raise errors.already_exists(resource.group, resource.plural, meta["name"])
+            existing = self.store.get(resource.group, resource.plural, namespace, meta["name"])
+            if existing is not None:
+                raise _taken(resource, existing)
             return self.view(resource, obj)
         return self.view(resource, self._persist(resource, None, obj))
 
@@ -549,7 +563,7 @@ class Api:
                 configurations if "Validating" in resource.kind else [],
             )
         if resource.kind == "CustomResourceDefinition":
-            _crd_status(obj)
+            crds.establish(obj, now())
         return obj
 
     def _admit_deletion(self, resource: Resource, current: Obj, caller: Caller) -> None:
@@ -568,7 +582,7 @@ class Api:
             )
             if old is None:
                 if current is not None:
-                    raise errors.already_exists(resource.group, resource.plural, meta["name"])
+                    raise _taken(resource, current)
                 stored = self.store.write(resource.group, resource.plural, new)
             else:
                 if current is None:
@@ -576,15 +590,16 @@ class Api:
                 if current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]:
                     raise _Retry()
                 if _finalized(resource, new):
-                    return self.store.remove(resource.group, resource.plural, new)
-                stored = self.store.write(resource.group, resource.plural, new)
+                    stored = self.store.remove(resource.group, resource.plural, new)
+                else:
+                    stored = self.store.write(resource.group, resource.plural, new)
         if resource.kind == "CustomResourceDefinition":
             self._refresh_crds()
         return stored
 
     def _refresh_crds(self) -> None:
-        crds, _ = self.store.select(APIEXTENSIONS, "customresourcedefinitions")
-        self.registry.set_crds(crd for crd in crds if not crd["metadata"].get("deletionTimestamp"))
+        defined, _ = self.store.select(APIEXTENSIONS, "customresourcedefinitions")
+        self.registry.set_crds(defined)
 
     def _patched(self, resource: Resource, old: Obj, patch: Any, content_type: str) -> Obj:
         try:
@@ -689,7 +704,8 @@ class Api:
         """Remove the object, or mark it deleting while finalizers hold it (markAsDeleting).
 
         A dry run answers exactly what the real deletion would, and stores nothing: the
-        resourceVersion in the answer is the stored one.
+        resourceVersion in the answer is the stored one. Deleting an object marked already
+        only sets a missing deletionGracePeriodSeconds to 0 (a CRD's first DELETE sets none).
         """
         new = copy.deepcopy(current)
         meta = new["metadata"]
@@ -697,8 +713,6 @@ class Api:
         extra = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}.get(policy or "")
         if extra and extra not in finalizers and not meta.get("deletionTimestamp"):
             finalizers.append(extra)
-        if resource.kind == "CustomResourceDefinition" and CRD_CLEANUP_FINALIZER not in finalizers:
-            finalizers.append(CRD_CLEANUP_FINALIZER)
         if not finalizers:
             meta.pop("finalizers")
             removed = (
@@ -707,11 +721,12 @@ class Api:
             if resource.custom:
                 return self.view(resource, removed)
             return _success(resource, removed)
-        if meta.get("deletionTimestamp"):
-            return self.view(resource, current)
-        if meta.get("generation"):
-            meta["generation"] += 1
-        meta["deletionTimestamp"] = now()
+        if meta.get("deletionGracePeriodSeconds") == 0:
+            return self.view(resource, current)  # marked already: nothing to write
+        if not meta.get("deletionTimestamp"):
+            meta["deletionTimestamp"] = now()
+            if meta.get("generation"):
+                meta["generation"] += 1
         meta["deletionGracePeriodSeconds"] = 0
         if dry_run:
             return self.view(resource, new)
@@ -740,6 +755,13 @@ def _retrying(resource: Resource, name: str, attempt: Callable[[], T]) -> T:
     raise errors.conflict(resource.group, resource.plural, name, errors.STALE)
 
 
+def _taken(resource: Resource, existing: Obj) -> ApiError:
+    """A create meeting ``existing`` under its name (dry run or not, as Store.Create words it)."""
+    meta = existing["metadata"]
+    being_deleted = bool(meta.get("deletionTimestamp"))
+    return errors.already_exists(resource.group, resource.plural, meta["name"], being_deleted)
+
+
 def _finalized(resource: Resource, obj: Obj) -> bool:
     """A deleted object whose last finalizer is gone leaves the store."""
     meta = obj["metadata"]
@@ -760,31 +782,6 @@ def _success(resource: Resource, obj: Obj) -> Obj:
         "status": "Success",
         "details": details,
     }
-
-
-def _crd_status(crd: Obj) -> None:
-    """What the real CRD controllers report once names are accepted: established at once."""
-    spec = crd.get("spec") or {}
-    status = crd.setdefault("status", {})
-    status["acceptedNames"] = copy.deepcopy(spec.get("names") or {})
-    stored = [v["name"] for v in spec.get("versions") or [] if v.get("storage")]
-    status["storedVersions"] = sorted(set(status.get("storedVersions") or []) | set(stored))
-    conditions = {c["type"]: c for c in status.get("conditions") or []}
-    for kind, reason, message in (
-        ("NamesAccepted", "NoConflicts", "no conflicts found"),
-        ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-    ):
-        conditions.setdefault(
-            kind,
-            {
-                "type": kind,
-                "status": "True",
-                "reason": reason,
-                "message": message,
-                "lastTransitionTime": now(),
-            },
-        )
-    status["conditions"] = list(conditions.values())
 
 
 def _apply_conflict(resource: Resource, name: str, conflict: ApplyConflict) -> ApiError:

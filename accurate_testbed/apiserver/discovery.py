@@ -10,6 +10,7 @@ from typing import Any
 
 from accurate_testbed.apiserver.resources import Registry, Resource
 
+_NOT_WHILE_TERMINATING = ("create", "patch", "update")
 VERSION = {
     "major": "1",
     "minor": "32",
@@ -50,13 +51,21 @@ def group(registry: Registry, name: str) -> dict[str, Any] | None:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
 
 
+def _advertised_verbs(resource: Resource) -> list[str]:
+    """The verbs discovery lists: a terminating CRD's resource loses create, patch and update
+    there (its handler still serves patch and update, so finalizers can be removed)."""
+    if resource.terminating:
+        return [verb for verb in resource.verbs if verb not in _NOT_WHILE_TERMINATING]
+    return list(resource.verbs)
+
+
 def _entries(resource: Resource) -> list[dict[str, Any]]:
     main = {
         "name": resource.plural,
         "singularName": resource.singular_name,
         "namespaced": resource.namespaced,
         "kind": resource.kind,
-        "verbs": list(resource.verbs),
+        "verbs": _advertised_verbs(resource),
     }
     if resource.short_names:
         main["shortNames"] = list(resource.short_names)

@@ -55,11 +55,14 @@ def not_found(group: str, plural: str, name: str) -> ApiError:
     )
 
 
-def already_exists(group: str, plural: str, name: str) -> ApiError:
+def already_exists(group: str, plural: str, name: str, being_deleted: bool = False) -> ApiError:
+    """409 AlreadyExists; the generic registry's Create says so when the name is taken by an
+    object that is being deleted, which a client retrying a re-create needs to know."""
+    prefix = "object is being deleted: " if being_deleted else ""
     return ApiError(
         409,
         "AlreadyExists",
-        f'{qualified(group, plural)} "{name}" already exists',
+        f'{prefix}{qualified(group, plural)} "{name}" already exists',
         _details(group, plural, name),
     )
 
@@ -124,11 +127,13 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
-def method_not_supported(group: str, plural: str, action: str) -> ApiError:
+def method_not_supported(group: str, plural: str, action: str, message: str = "") -> ApiError:
+    """405; ``message`` replaces the generic one where a handler refuses a verb for a reason
+    (a custom object's create while its CRD is terminating)."""
     return ApiError(
         405,
         "MethodNotAllowed",
-        f"{action} is not supported on resources of kind {qualified(group, plural)!r}",
+        message or f"{action} is not supported on resources of kind {qualified(group, plural)!r}",
         _details(group, plural, ""),
     )
 

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from accurate_testbed.apiserver import crds
+
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 
@@ -35,6 +37,8 @@ class Resource:
     printer_columns: tuple[dict[str, Any], ...] = ()
     categories: tuple[str, ...] = ()
     extra_subresources: tuple[str, ...] = field(default=())
+    # A custom resource whose CRD is being deleted: served, but new objects are refused.
+    terminating: bool = False
 
     @property
     def api_version(self) -> str:
@@ -56,6 +60,7 @@ def _builtin(
 
 
 RBAC = "rbac.authorization.k8s.io"
+AUTHENTICATION = "authentication.k8s.io"
 AUTHORIZATION = "authorization.k8s.io"
 ADMISSION = "admissionregistration.k8s.io"
 APIEXTENSIONS = "apiextensions.k8s.io"
@@ -130,6 +135,14 @@ BUILTINS: tuple[Resource, ...] = (
         has_generation=True,
     ),
     _builtin(
+        AUTHENTICATION,
+        "v1",
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        False,
+        verbs=("create",),
+    ),
+    _builtin(
         AUTHORIZATION,
         "v1",
         "selfsubjectaccessreviews",
@@ -161,6 +174,7 @@ BUILTINS: tuple[Resource, ...] = (
 BUILTIN_GROUP_ORDER = (
     "",
     "events.k8s.io",
+    AUTHENTICATION,
     AUTHORIZATION,
     "apps",
     RBAC,
@@ -197,6 +211,7 @@ def resources_of_crd(crd: dict[str, Any]) -> list[Resource]:
                 schema=schema,
                 printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
                 categories=tuple(names.get("categories") or ()),
+                terminating=crds.is_terminating(crd),
             )
         )
     return result

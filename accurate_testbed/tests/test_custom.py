@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -58,13 +59,26 @@ def widget_crd(plural: str) -> dict:
     }
 
 
+def unless_gone(call: Callable[[], object]) -> None:
+    """Run a clean-up call that has nothing left to do when the test removed the object."""
+    try:
+        call()
+    except k8s_client.ApiException as error:
+        if error.status != 404:
+            raise
+
+
 @pytest.fixture
 def widgets(cluster: Cluster) -> str:
     """Register a Widget CRD (unique plural) and return the collection path prefix."""
     plural = f"{cluster.unique('widgets').replace('-', '')}s"
     extensions: Any = k8s_client.ApiextensionsV1Api(cluster.api_client)
     extensions.create_custom_resource_definition(widget_crd(plural))
-    cluster.on_cleanup(lambda: extensions.delete_custom_resource_definition(f"{plural}.{GROUP}"))
+    cluster.on_cleanup(
+        lambda: unless_gone(
+            lambda: extensions.delete_custom_resource_definition(f"{plural}.{GROUP}")
+        )
+    )
 
     def established() -> bool:
         crd = extensions.read_custom_resource_definition(f"{plural}.{GROUP}")
@@ -280,3 +294,98 @@ def test_a_held_custom_object_marked_deleting_gets_a_new_generation(
     assert deleted["metadata"]["generation"] == 2
     assert deleted["metadata"]["deletionTimestamp"]
     assert deleted["metadata"]["resourceVersion"] != created["metadata"]["resourceVersion"]
+
+
+def terminating_condition(crd: dict) -> dict:
+    conditions = {c["type"]: c for c in crd["status"]["conditions"]}
+    return conditions["Terminating"]
+
+
+def test_a_crd_being_deleted_serves_its_held_objects_until_they_are_released(
+    cluster: Cluster, widgets: str
+) -> None:
+    ns = cluster.namespace()
+    base = collection(ns, widgets)
+    crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{widgets}.{GROUP}"
+    merge = "application/merge-patch+json"
+
+    def widget(name: str, **metadata: Any) -> dict:
+        return {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "Widget",
+            "metadata": {"name": name, **metadata},
+        }
+
+    request(cluster.api_client, "POST", base, widget("plain"))
+    request(cluster.api_client, "POST", base, widget("held", finalizers=["example.com/hold"]))
+    release = {"metadata": {"finalizers": None}}
+    cluster.on_cleanup(
+        lambda: unless_gone(
+            lambda: request(cluster.api_client, "PATCH", f"{base}/held", release, merge)
+        )
+    )
+    before = request(cluster.api_client, "GET", crd_path)
+
+    answer = request(cluster.api_client, "DELETE", crd_path)
+
+    assert answer["metadata"]["deletionTimestamp"]
+    assert "customresourcecleanup.apiextensions.k8s.io" in answer["metadata"]["finalizers"]
+    assert "deletionGracePeriodSeconds" not in answer["metadata"]
+    assert answer["metadata"]["generation"] == before["metadata"]["generation"]
+    pending = terminating_condition(answer)
+    assert (pending["status"], pending["reason"]) == ("True", "InstanceDeletionPending")
+    assert pending["message"] == (
+        "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"
+    )
+
+    def only_held_left() -> bool:
+        items = request(cluster.api_client, "GET", base)["items"]
+        return [item["metadata"]["name"] for item in items] == ["held"]
+
+    wait_for(only_held_left, 60, "the CRD's unheld objects to be deleted")
+    in_progress = terminating_condition(request(cluster.api_client, "GET", crd_path))
+    assert (in_progress["status"], in_progress["reason"]) == ("True", "InstanceDeletionInProgress")
+    assert in_progress["message"] == "CustomResource deletion is in progress"
+    held = request(cluster.api_client, "GET", f"{base}/held")
+    assert held["metadata"]["deletionTimestamp"]
+
+    with pytest.raises(k8s_client.ApiException) as refused:
+        request(cluster.api_client, "POST", base, widget("late"))
+    assert refused.value.status == 405
+    assert error_of(refused.value) == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "create not allowed while custom resource definition is terminating",
+        "reason": "MethodNotAllowed",
+        "details": {"group": GROUP, "kind": widgets},
+        "code": 405,
+    }
+
+    def advertised_verbs() -> list[str] | None:
+        listed = request(cluster.api_client, "GET", f"/apis/{GROUP}/v1")["resources"]
+        verbs = sorted(next(r for r in listed if r["name"] == widgets)["verbs"])
+        return verbs if verbs == ["delete", "deletecollection", "get", "list", "watch"] else None
+
+    wait_for(advertised_verbs, 30, "discovery to drop create, patch and update")
+
+    again = request(cluster.api_client, "DELETE", crd_path)
+    assert again["metadata"]["deletionTimestamp"] == answer["metadata"]["deletionTimestamp"]
+    assert again["metadata"]["deletionGracePeriodSeconds"] == 0
+
+    labelled = request(
+        cluster.api_client, "PATCH", f"{base}/held", {"metadata": {"labels": {"a": "b"}}}, merge
+    )
+    assert labelled["metadata"]["labels"] == {"a": "b"}
+    request(cluster.api_client, "PATCH", f"{base}/held", release, merge)
+
+    def gone(path: str) -> bool:
+        try:
+            request(cluster.api_client, "GET", path)
+        except k8s_client.ApiException as error:
+            return error.status == 404
+        return False
+
+    wait_for(lambda: gone(crd_path), 90, "the CRD to go once its last object is released")
+    wait_for(lambda: gone(base), 30, "its objects to be served no more")

@@ -461,3 +461,37 @@ def test_a_dry_run_namespace_delete_answers_it_terminating_and_stores_nothing(
     after = core.read_namespace(ns)
     assert (after.status.phase, after.metadata.deletion_timestamp) == ("Active", None)
     assert after.metadata.resource_version == before.metadata.resource_version
+
+
+def test_a_name_held_by_an_object_being_deleted_says_so(cluster: Cluster, core) -> None:
+    ns = cluster.namespace()
+    core.create_namespaced_config_map(
+        ns, {"metadata": {"name": "a", "finalizers": ["example.com/hold"]}}
+    )
+    cluster.on_cleanup(lambda: release(core, ns, "a"))
+    core.delete_namespaced_config_map("a", ns)
+
+    for dry_run in (None, "All"):
+        with pytest.raises(k8s_client.ApiException) as caught:
+            core.create_namespaced_config_map(ns, {"metadata": {"name": "a"}}, dry_run=dry_run)
+        status = error_of(caught.value)
+        assert (caught.value.status, status["reason"]) == (409, "AlreadyExists")
+        assert status["message"] == 'object is being deleted: configmaps "a" already exists'
+        assert status["details"] == {"name": "a", "kind": "configmaps"}
+
+
+def test_a_namespace_name_still_terminating_says_so(cluster: Cluster, core) -> None:
+    ns = cluster.namespace()
+    core.create_namespaced_config_map(
+        ns, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}
+    )
+    cluster.on_cleanup(lambda: release(core, ns, "held"))
+    core.delete_namespace(ns)
+
+    with pytest.raises(k8s_client.ApiException) as caught:
+        core.create_namespace({"metadata": {"name": ns, "labels": cluster.own()}})
+
+    status = error_of(caught.value)
+    assert (caught.value.status, status["reason"]) == (409, "AlreadyExists")
+    assert status["message"] == f'object is being deleted: namespaces "{ns}" already exists'
+    assert status["details"] == {"name": ns, "kind": "namespaces"}

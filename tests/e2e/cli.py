@@ -89,11 +89,7 @@ class World:
         return run_plugin(*args, kubeconfig=self.cluster.kubeconfig, **kwargs)
 
     def namespace(self, prefix: str, labels: Mapping[str, str] | None = None) -> str:
-        name = namespace(self.cluster, prefix, dict(labels or {}))
-        # Runs before the namespace's own deletion: without a controller, nothing would remove
-        # the finalizer of a SubNamespace in it, and the namespace would never go away.
-        self.cluster.on_cleanup(lambda: self._release_subnamespaces(name))
-        return name
+        return namespace(self.cluster, prefix, dict(labels or {}))
 
     def root(self, prefix: str = "root") -> str:
         return self.namespace(prefix, {LABEL_TYPE: TYPE_ROOT})
@@ -145,8 +141,10 @@ class World:
         return self.kube.get(resource_path("", "v1", "namespaces", name=name))
 
     def labels(self, name: str) -> dict[str, str]:
+        """The namespace's labels but those the server and the test suite put on every one."""
         labels = self.get_namespace(name)["metadata"].get("labels") or {}
-        return {k: v for k, v in labels.items() if k != "kubernetes.io/metadata.name"}
+        hidden = {"kubernetes.io/metadata.name", *self.cluster.labels}
+        return {k: v for k, v in labels.items() if k not in hidden}
 
     def subnamespace(self, parent: str, name: str) -> dict[str, Any] | None:
         try:
@@ -165,18 +163,6 @@ class World:
             for sub in self.kube.list_objects(subnamespaces.path(name)).get("items") or []:
                 found[f"{name}/{sub['metadata']['name']}"] = sub["metadata"]["resourceVersion"]
         return found
-
-    def _release_subnamespaces(self, name: str) -> None:
-        try:
-            items = self.kube.list_objects(subnamespaces.path(name)).get("items") or []
-        except ApiError as error:
-            if error.not_found:
-                return
-            raise
-        for sub in items:
-            if sub["metadata"].get("finalizers"):
-                path = subnamespaces.path(name, sub["metadata"]["name"])
-                self.kube.patch(path, {"metadata": {"finalizers": None}})
 
 
 def install_subnamespace_roles(cluster: Cluster, kube: Kube) -> None:
