@@ -1,4 +1,4 @@
-"""The measurements of issues 8 and 19, each filling a fresh cluster and returning its rows."""
+"""The measurements of issues 8, 19 and 20, each filling a fresh cluster and returning its rows."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from accurate_testbed.certificates import write_serving_pair
 from accurate_testbed.objects import secret, secret_data
 from accurate_testbed.processes import environment, free_port
 from bench import controller, population
+from bench.admission import admission
 from bench.population import secrets_path
 from bench.report import Row, median, percentile, seconds
 from bench.target import WRITE_VERBS, Target
@@ -60,6 +61,8 @@ class Sizes:
     converge_namespaces: int = 2000
     converge_objects: int = 20000
     converge_sources: int = 200
+    admission: tuple[int, ...] = (2000, 10000)
+    admission_writes: int = 200
 
 
 QUICK = Sizes(
@@ -75,6 +78,8 @@ QUICK = Sizes(
     converge_namespaces=100,
     converge_objects=400,
     converge_sources=10,
+    admission=(100,),
+    admission_writes=20,
 )
 
 
@@ -535,4 +540,5 @@ SCENARIOS: dict[str, Callable[[Target, Sizes], list[Row]]] = {
     "subnamespace": new_subnamespace,
     "steady": steady_state,
     "converge": converge,
+    "admission": lambda target, sizes: admission(target, sizes.admission, sizes.admission_writes),
 }

@@ -15,6 +15,7 @@ import socket
 import ssl
 import uuid
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +63,8 @@ class FixedForest:
     def __init__(self, *namespaces: dict[str, Any]) -> None:
         self._forest = Forest.build(namespaces)
 
-    def forest(self) -> Forest:
-        return self._forest
+    def reading(self) -> AbstractContextManager[Forest]:
+        return nullcontext(self._forest)
 
 
 class Client:
