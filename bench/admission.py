@@ -31,6 +31,8 @@ from libaccurate.kube import ApiError, Kube, resource_path
 
 NAMESPACES_PER_ROOT = 50
 REGISTRATION_TIMEOUT = 30.0
+# The first pass labels every sub-namespace of the new cluster at the default request limit.
+FIRST_PASS_TIMEOUT = 600.0
 REVIEWS_METRIC = "accurate_webhook_requests_total"
 # Go Accurate's figures on the issue's real cluster, the goal here.
 GOAL_P50 = 0.003
@@ -56,7 +58,7 @@ def _at_size(target: Target, size: int, writes: int) -> list[Row]:
     running = controller.start(
         target, "--webhook-addr", f"127.0.0.1:{port}", "--cert-dir", str(cert_dir)
     )
-    controller.wait_for_pass(running)
+    controller.wait_for_pass(running, timeout=FIRST_PASS_TIMEOUT)
     kube = target.kube()
     picks = random.Random(size)
     created: list[str] = []
@@ -74,9 +76,20 @@ def _at_size(target: Target, size: int, writes: int) -> list[Row]:
     target.start_counting()
     hooked = series("hooked")
     reviews = running.metric(REVIEWS_METRIC) - reviews_before
-    reads = target.count(controller.AGENT, frozenset({"get", "list"}), "/api/v1/namespaces")
+    reads = target.count(controller.AGENT, frozenset({"get", "list"}), population.NAMESPACES)
+    updates = _namespace_writes(target)
     running.stop()
-    return _rows(f"9 admission, {len(parents)} ns", writes, plain, hooked, reviews, reads)
+    name = f"9 admission, {len(parents)} ns"
+    return _rows(name, plain, hooked) + _counts(name, writes, reviews, updates, reads)
+
+
+def _namespace_writes(target: Target) -> int | None:
+    """Writes the controller sent to namespaces since counting started (each is reviewed)."""
+    paths = target.write_paths(controller.AGENT)
+    if paths is None:
+        return None
+    prefix = population.NAMESPACES + "/"
+    return sum(1 for path in paths if path.startswith(prefix) and "/" not in path[len(prefix) :])
 
 
 def _create(kube: Kube, name: str, parent: str) -> float:
@@ -109,14 +122,7 @@ def _delete(kube: Kube, path: str) -> None:
             raise
 
 
-def _rows(
-    name: str,
-    writes: int,
-    plain: Sequence[float],
-    hooked: Sequence[float],
-    reviews: float,
-    reads: int | None,
-) -> list[Row]:
+def _rows(name: str, plain: Sequence[float], hooked: Sequence[float]) -> list[Row]:
     added = {share: percentile(hooked, share) - percentile(plain, share) for share in (0.5, 0.99)}
     rows = []
     for share, label in ((0.5, "p50"), (0.99, "p99")):
@@ -128,12 +134,22 @@ def _rows(
         *rows,
         Row(name, "added p50", _ms(added[0.5]), f"<= {_ms(GOAL_P50)}", added[0.5] <= GOAL_P50),
         Row(name, "added p99", _ms(added[0.99]), f"<= {_ms(GOAL_P99)}", added[0.99] <= GOAL_P99),
+    ]
+
+
+def _counts(
+    name: str, writes: int, reviews: float, updates: int | None, reads: int | None
+) -> list[Row]:
+    """Every timed write and every namespace write of the controller's was reviewed once, and
+    no review read a namespace back from the API server (the cache knew every parent)."""
+    expected = None if updates is None else writes + updates
+    return [
         Row(
             name,
-            f"namespace reviews for {writes} writes",
+            f"namespace reviews for {writes} creations and the controller's namespace writes",
             f"{reviews:.0f}",
-            str(writes),
-            reviews == writes,
+            "n/a (real cluster)" if expected is None else str(expected),
+            None if expected is None else reviews == expected,
             checked=True,
         ),
         Row(
