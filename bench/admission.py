@@ -77,19 +77,9 @@ def _at_size(target: Target, size: int, writes: int) -> list[Row]:
     hooked = series("hooked")
     reviews = running.metric(REVIEWS_METRIC) - reviews_before
     reads = target.count(controller.AGENT, frozenset({"get", "list"}), population.NAMESPACES)
-    updates = _namespace_writes(target)
     running.stop()
     name = f"9 admission, {len(parents)} ns"
-    return _rows(name, plain, hooked) + _counts(name, writes, reviews, updates, reads)
-
-
-def _namespace_writes(target: Target) -> int | None:
-    """Writes the controller sent to namespaces since counting started (each is reviewed)."""
-    paths = target.write_paths(controller.AGENT)
-    if paths is None:
-        return None
-    prefix = population.NAMESPACES + "/"
-    return sum(1 for path in paths if path.startswith(prefix) and "/" not in path[len(prefix) :])
+    return _rows(name, plain, hooked) + _counts(name, writes, reviews, reads)
 
 
 def _create(kube: Kube, name: str, parent: str) -> float:
@@ -137,19 +127,17 @@ def _rows(name: str, plain: Sequence[float], hooked: Sequence[float]) -> list[Ro
     ]
 
 
-def _counts(
-    name: str, writes: int, reviews: float, updates: int | None, reads: int | None
-) -> list[Row]:
-    """Every timed write and every namespace write of the controller's was reviewed once, and
-    no review read a namespace back from the API server (the cache knew every parent)."""
-    expected = None if updates is None else writes + updates
+def _counts(name: str, writes: int, reviews: float, reads: int | None) -> list[Row]:
+    """Every timed creation went through the webhook (which also reviews the controller's own
+    namespace writes, hence at least), and no review read a namespace back from the API server:
+    the cache knew every parent."""
     return [
         Row(
             name,
-            f"namespace reviews for {writes} creations and the controller's namespace writes",
+            f"namespace reviews during {writes} creations",
             f"{reviews:.0f}",
-            "n/a (real cluster)" if expected is None else str(expected),
-            None if expected is None else reviews == expected,
+            f">= {writes}",
+            reviews >= writes,
             checked=True,
         ),
         Row(

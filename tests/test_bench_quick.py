@@ -34,8 +34,6 @@ def test_quick_mode_request_counts_hold() -> None:
     print(result.stdout)
     assert result.returncode == 0, result.stdout + result.stderr
     counted = ("LIST requests", "| writes", "| namespace reviews", "| namespace reads")
-    checked = [
-        line for line in result.stdout.splitlines() if any(word in line for word in counted)
-    ]
+    checked = [line for line in result.stdout.splitlines() if any(word in line for word in counted)]
     assert len(checked) == 8, result.stdout
     assert all("| met " in line for line in checked), result.stdout
