@@ -629,6 +629,22 @@ def test_children_gone_from_the_cluster_do_not_block_a_deletion(
     assert response["allowed"] is True
 
 
+def test_what_live_reads_correct_is_not_left_in_the_cache(cluster: Cluster, start: Any) -> None:
+    template = cluster.namespace("template", labels={LABEL_TYPE: TYPE_TEMPLATE})
+    old = namespace(template, **{LABEL_TYPE: TYPE_TEMPLATE})
+    cache = FixedForest(old, namespace("gone", **{LABEL_TEMPLATE: template}))
+    client = start(cache)
+
+    response = client.review(
+        VALIDATE_NAMESPACE_PATH, admission_review(NAMESPACE_KIND, "DELETE", None, old)
+    )
+
+    assert response["allowed"] is True
+    with cache.reading() as forest:
+        assert sorted(forest.nodes) == sorted([template, "gone"])
+        assert forest.instances(template) == ("gone",)
+
+
 @pytest.mark.fault_injection
 def test_a_failing_api_server_refuses_rather_than_guesses(apiserver: ApiServer, start: Any) -> None:
     client = start(FixedForest())
