@@ -27,7 +27,7 @@ from bench import controller, population
 from bench.report import Row, percentile
 from bench.target import Target
 from libaccurate.constants import LABEL_PARENT
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.kube import Kube, resource_path
 
 NAMESPACES_PER_ROOT = 50
 REGISTRATION_TIMEOUT = 30.0
@@ -99,17 +99,9 @@ def _register(target: Target, kube: Kube, base_url: str, ca: trustme.CA) -> None
         collection = resource_path("admissionregistration.k8s.io", "v1", plural)
         kube.create(collection, configuration)
         path = f"{collection}/{configuration['metadata']['name']}"
-        target.on_cleanup(functools.partial(_delete, kube, path))
+        target.on_cleanup(functools.partial(population.delete, kube, path))
     probe = target.name("probe")
     wait_for(lambda: namespace_hook_answers(kube, probe), REGISTRATION_TIMEOUT, "the webhook")
-
-
-def _delete(kube: Kube, path: str) -> None:
-    try:
-        kube.delete(path)
-    except ApiError as error:
-        if not error.not_found:
-            raise
 
 
 def _rows(name: str, plain: Sequence[float], hooked: Sequence[float]) -> list[Row]:
