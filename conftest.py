@@ -3,8 +3,9 @@
 One in-memory API server runs per test session and is reset before each test that asks for the
 ``cluster`` fixture, which makes a fresh cluster cost milliseconds. With ACCURATE_TEST_KUBECONFIG
 set, the same tests run against that cluster instead: they must then use ``cluster.unique(...)``
-names and register what they create for cleanup; tests that need the in-memory server's
-internals (fault injection, the request log) are skipped there.
+names and give what they create the test's labels (``cluster.own(...)``), or register a cleanup;
+a run first removes what earlier runs left there (accurate_testbed.leftovers). Tests that need
+the in-memory server's internals (fault injection, the request log) are skipped there.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from typing import Any
 import pytest
 from kubernetes import config as k8s_config
 
+from accurate_testbed import leftovers
 from accurate_testbed.apiserver.server import ApiServer
-from accurate_testbed.cluster import Cluster, real_kubeconfig
+from accurate_testbed.cluster import RUN_LABEL, Cluster, new_run, older_runs, real_kubeconfig
+from libaccurate.kube import ConnectionOptions, Kube
 
 # Fixtures that run our webhook server and register it with the cluster, for every test that
-# needs admission as users meet it. Registered here so pytest rewrites their asserts too.
-pytest_plugins = ["tests.e2e.webhooks", "tests.e2e.controller"]
+# needs admission as users meet it, and the controller's; the e2e cost line (tally). Registered
+# here so pytest rewrites their asserts too.
+pytest_plugins = ["tests.e2e.tally", "tests.e2e.webhooks", "tests.e2e.controller"]
 NEEDS_SERVER = "needs the in-memory API server's internals (not available on a real cluster)"
 
 
@@ -35,16 +39,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def _session_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any, Any]]:
+def _session_api(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, Any, ApiServer | None, str]]:
+    run = new_run()
     real = real_kubeconfig()
     if real is not None:
-        yield real, k8s_config.new_client_from_config(config_file=str(real)), None
+        kube = Kube.connect(ConnectionOptions(kubeconfig=str(real)))
+        leftovers.remove(kube, older_runs(run))
+        try:
+            yield real, k8s_config.new_client_from_config(config_file=str(real)), None, run
+        finally:
+            leftovers.remove(kube, f"{RUN_LABEL}={run}")
         return
     server = ApiServer().start()
     path = server.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
     api_client = k8s_config.new_client_from_config(config_file=str(path))
     try:
-        yield path, api_client, server
+        yield path, api_client, server, run
     finally:
         api_client.close()
         server.stop()
@@ -58,17 +70,17 @@ def _fresh_kubectl_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 @pytest.fixture
-def cluster(_session_api: tuple[Path, Any, ApiServer | None]) -> Iterator[Cluster]:
-    """A fresh cluster per test (in memory: reset; real: clean up what the test registered)."""
-    path, api_client, server = _session_api
+def cluster(_session_api: tuple[Path, Any, ApiServer | None, str]) -> Iterator[Cluster]:
+    """A fresh cluster per test (in memory: reset; real: remove what the test made)."""
+    path, api_client, server, run = _session_api
     if server is not None:
         server.reset()
-    handle = Cluster(path, api_client, server)
+    handle = Cluster(path, api_client, server, run)
     try:
         yield handle
     finally:
         if server is None:
-            handle.run_cleanups()
+            handle.clean_up()
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import functools
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,19 +38,31 @@ def _kustomize(directory: Path) -> str:
 
 
 def registration(
-    objects: Sequence[dict[str, Any]], base_url: str, bundle: str, suffix: str
+    objects: Sequence[dict[str, Any]],
+    base_url: str,
+    bundle: str,
+    suffix: str,
+    labels: Mapping[str, str] | None = None,
+    scope: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The manifests' webhook configurations, renamed with ``suffix`` and pointed at
-    ``base_url`` (each webhook keeps its path) with ``bundle`` as CA."""
+    """The manifests' webhook configurations, renamed with ``suffix``, carrying ``labels`` and
+    pointed at ``base_url`` (each webhook keeps its path) with ``bundle`` as CA. With ``scope``,
+    each webhook sees only namespaces with those labels (a Namespace by its own labels, a
+    SubNamespace by its namespace's), so it can never stand in the way of anyone else's."""
     configurations = []
     for obj in objects:
         if obj["kind"] not in WEBHOOK_KINDS:
             continue
         configuration = copy.deepcopy(obj)
-        configuration["metadata"] = {"name": f"{obj['metadata']['name']}-{suffix}"}
+        configuration["metadata"] = {
+            "name": f"{obj['metadata']['name']}-{suffix}",
+            "labels": dict(labels or {}),
+        }
         for webhook in configuration["webhooks"]:
             path = webhook["clientConfig"]["service"]["path"]
             webhook["clientConfig"] = {"url": base_url + path, "caBundle": bundle}
+            if scope:
+                webhook["namespaceSelector"] = {"matchLabels": dict(scope)}
         configurations.append(configuration)
     return configurations
 
@@ -60,10 +72,10 @@ def subnamespace_crd_manifest() -> dict[str, Any]:
     return crd
 
 
-def namespace_hook_answers(kube: Kube, probe: str) -> bool:
-    """Whether the namespace webhook refuses a namespace named ``probe`` that is its own parent
-    (a server-side dry run: nothing is created)."""
-    selfish = {"metadata": {"name": probe, "labels": {LABEL_PARENT: probe}}}
+def namespace_hook_answers(kube: Kube, probe: str, labels: Mapping[str, str] | None = None) -> bool:
+    """Whether the namespace webhook refuses a namespace named ``probe`` with ``labels`` that is
+    its own parent (a server-side dry run: nothing is created)."""
+    selfish = {"metadata": {"name": probe, "labels": {**(labels or {}), LABEL_PARENT: probe}}}
     try:
         kube.create(NAMESPACES, selfish, dryRun="All")
     except ApiError as error:

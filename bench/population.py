@@ -8,8 +8,20 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench.target import Target
-from libaccurate.constants import LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
-from libaccurate.kube import ApiError, resource_path
+from libaccurate.constants import (
+    CREATED_BY_VALUE,
+    FIELD_MANAGER,
+    FINALIZER,
+    GROUP,
+    LABEL_CREATED_BY,
+    LABEL_PARENT,
+    LABEL_TYPE,
+    STORAGE_VERSION,
+    SUBNAMESPACE_KIND,
+    SUBNAMESPACE_PLURAL,
+    TYPE_ROOT,
+)
+from libaccurate.kube import ApiError, Kube, resource_path
 
 NAMESPACES = resource_path("", "v1", "namespaces")
 WRITERS = 8
@@ -25,10 +37,14 @@ def in_parallel(
             future.result()
 
 
-def forest(target: Target, roots: int, size: int) -> dict[str, list[str]]:
+def forest(
+    target: Target, roots: int, size: int, subnamespaces: bool = False
+) -> dict[str, list[str]]:
     """``roots`` trees of ``size`` namespaces in all, of mixed depth: each tree is a chain of
     ``depth`` levels under its root, the rest hang off the chain's levels round-robin.
-    Returns each root's descendants, parents before children."""
+    Sub-namespaces carry a hand-set parent label, or with ``subnamespaces`` what the Go
+    Accurate leaves (see ``_as_go_left_it``). Returns each root's descendants, parents before
+    children."""
     per_tree = max(1, size // roots)
     trees: dict[str, list[str]] = {}
     layers: list[list[tuple[str, dict[str, str]]]] = [[]]
@@ -53,11 +69,66 @@ def forest(target: Target, roots: int, size: int) -> dict[str, list[str]]:
         in_parallel(functools.partial(_create_namespace, kube), layer)
     everything = [name for layer in layers for name, _ in layer]
     target.on_cleanup(lambda: delete_namespaces(target, everything))
+    if subnamespaces:
+        below = [(name, labels[LABEL_PARENT]) for layer in layers[1:] for name, labels in layer]
+        in_parallel(functools.partial(_as_go_left_it, kube), below)
+        target.on_cleanup(lambda: in_parallel(functools.partial(_let_go, kube), below))
     return trees
 
 
 def _create_namespace(kube: Any, name: str, labels: Mapping[str, str]) -> None:
     kube.create(NAMESPACES, {"metadata": {"name": name, "labels": dict(labels)}})
+
+
+def _subnamespace_path(parent: str, name: str | None = None, subresource: str | None = None) -> str:
+    return resource_path(GROUP, STORAGE_VERSION, SUBNAMESPACE_PLURAL, parent, name, subresource)
+
+
+def _as_go_left_it(kube: Kube, name: str, parent: str) -> None:
+    """Sub-namespace ``name`` as a cluster run by the Go Accurate holds it: a SubNamespace in
+    ``parent`` with the finalizer (its mutating webhook adds it) and the status its
+    controller applies to a SubNamespace without conflict (observedGeneration, no condition),
+    and the namespace's ``parent`` and ``created-by`` labels owned by that controller's
+    server-side apply, with its field manager (internal/controller/namespace_controller.go,
+    propagateMeta, and ssa_client.go of cybozu-go/accurate)."""
+    api_version = f"{GROUP}/{STORAGE_VERSION}"
+    metadata = {"name": name, "namespace": parent}
+    sub = kube.create(
+        _subnamespace_path(parent),
+        {
+            "apiVersion": api_version,
+            "kind": SUBNAMESPACE_KIND,
+            "metadata": {**metadata, "finalizers": [FINALIZER]},
+        },
+    )
+    status = {"observedGeneration": sub["metadata"]["generation"]}
+    kube.apply(
+        _subnamespace_path(parent, name, "status"),
+        {
+            "apiVersion": api_version,
+            "kind": SUBNAMESPACE_KIND,
+            "metadata": metadata,
+            "status": status,
+        },
+        FIELD_MANAGER,
+    )
+    labels = {LABEL_PARENT: parent, LABEL_CREATED_BY: CREATED_BY_VALUE}
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": labels},
+    }
+    kube.apply(resource_path("", "v1", "namespaces", name=name), namespace, FIELD_MANAGER)
+
+
+def _let_go(kube: Kube, name: str, parent: str) -> None:
+    """Without a controller left to finalise it, the SubNamespace would keep ``parent`` from
+    being deleted on a real cluster: its finalizer is removed first."""
+    try:
+        kube.patch(_subnamespace_path(parent, name), {"metadata": {"finalizers": None}})
+    except ApiError as error:
+        if not error.not_found:
+            raise
 
 
 def delete_namespaces(target: Target, names: Sequence[str]) -> None:

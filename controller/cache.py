@@ -25,13 +25,13 @@ from typing import Any, Literal
 
 from controller.owners import awaits_verdict
 from controller.throttle import Backoff
+from libaccurate import subnamespaces
 from libaccurate.config import WatchedResource
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_PROPAGATE,
     FIELD_MANAGER,
     GROUP,
-    STORAGE_VERSION,
     SUBNAMESPACE_PLURAL,
 )
 from libaccurate.forest import Forest, node_from_object
@@ -130,7 +130,7 @@ def mirrored(watched: Iterable[WatchedResource], propagate_generated: bool) -> l
         Resource(NAMESPACES, resource_path("", "v1", NAMESPACES), _namespace_keeper),
         Resource(
             SUBNAMESPACES,
-            resource_path(GROUP, STORAGE_VERSION, SUBNAMESPACE_PLURAL),
+            subnamespaces.path(),
             _without_managed_fields,
         ),
     ]

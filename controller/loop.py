@@ -21,6 +21,7 @@ from controller.applier import Applier, Report
 from controller.cache import NAMESPACES, SUBNAMESPACES, Cache, Expectation, resource_name
 from controller.metrics import Metrics
 from controller.owners import Owners
+from controller.sudoers import Sudoers
 from controller.throttle import Backoff
 from libaccurate.config import Config, WatchedResource
 from libaccurate.forest import Problem
@@ -57,6 +58,7 @@ class Loop:
         leadership: Leadership,
         resync_period: float,
         owners: Owners | None = None,
+        sudoers: Sudoers | None = None,
     ) -> None:
         self.cache = cache
         self.config = config
@@ -66,6 +68,7 @@ class Loop:
         self.leadership = leadership
         self.resync_period = resync_period
         self.owners = owners
+        self.sudoers = sudoers
         self._problems: Mapping[str, Problem] = {}
 
     def run(self, stop: threading.Event) -> None:
@@ -108,6 +111,8 @@ class Loop:
         started = time.monotonic()
         try:
             snapshot = self.snapshot()
+            if self.sudoers is not None:
+                self.sudoers.keep(snapshot)
             planned = plan(snapshot)
             self._report_problems(planned.problems)
             if not planned.steps:

@@ -31,12 +31,13 @@ from controller.loop import Leadership, Loop
 from controller.metrics import Metrics
 from controller.options import DISABLED, PROGRAM, Options, parse
 from controller.owners import Owners
+from controller.sudoers import Sudoers, keeps_sudoers
 from controller.throttle import Throttle
 from controller.webhook import WebhookServer
 from controller.writes import Writer
-from libaccurate import __version__
+from libaccurate import __version__, subnamespaces
 from libaccurate.config import Config, ConfigError, parse_config, resolve_watches
-from libaccurate.constants import GROUP, STORAGE_VERSION, SUBNAMESPACE_KIND, SUBNAMESPACE_PLURAL
+from libaccurate.constants import SUBNAMESPACE_KIND, SUBNAMESPACE_PLURAL
 from libaccurate.kube import ConnectionOptions, Kube, KubeError
 from libaccurate.kubeconfig import load_credentials
 
@@ -148,6 +149,7 @@ def start(options: Options, stop: threading.Event) -> Controller:
         Leadership(is_leader, elector.wait_until_leader if elector else lambda _: True),
         options.resync_period,
         owners,
+        Sudoers(kube) if any(keeps_sudoers(w) for w in watched) else None,
     )
     loop_thread = threading.Thread(target=loop.run, args=(stop,), name="loop", daemon=True)
     controller = Controller(stop, loop_thread, applier, elector)
@@ -212,7 +214,7 @@ def _read_config(path: str) -> Config:
 
 
 def _require_subnamespaces(discovery: list[dict[str, object]]) -> None:
-    group_version = f"{GROUP}/{STORAGE_VERSION}"
+    group_version = subnamespaces.api_version()
     for resource_list in discovery:
         if resource_list.get("groupVersion") != group_version:
             continue

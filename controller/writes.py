@@ -19,6 +19,7 @@ from controller.cache import NAMESPACES, SUBNAMESPACES, Expectation, resource_na
 from controller.events import Recorder
 from controller.metrics import Metrics
 from controller.throttle import Backoff, Throttle
+from libaccurate import subnamespaces
 from libaccurate.actions import (
     Action,
     AddFinalizer,
@@ -39,11 +40,8 @@ from libaccurate.constants import (
     CREATED_BY_VALUE,
     FIELD_MANAGER,
     FINALIZER,
-    GROUP,
     LABEL_CREATED_BY,
     LABEL_PARENT,
-    STORAGE_VERSION,
-    SUBNAMESPACE_PLURAL,
 )
 from libaccurate.kube import ApiError, Kube, KubeError, resource_path
 from libaccurate.lifecycle import OWNED_CONDITIONS
@@ -304,7 +302,7 @@ class Writer:
         self, known: Known, key: tuple[str, str], body: Obj, subresource: str | None = None
     ) -> Written:
         namespace, name = key
-        path = resource_path(GROUP, STORAGE_VERSION, SUBNAMESPACE_PLURAL, namespace, name)
+        path = subnamespaces.path(namespace, name)
         if subresource:
             path = f"{path}/{subresource}"
         patched = self._found(lambda: self.kube.patch(path, body))

@@ -2,7 +2,8 @@
 
 The commands do what the Go plugin's do (same label edits, same SubNamespace moves), but every
 precondition is decided here from what was read, before anything is written, so that a command
-that cannot finish does not start. Nothing here does I/O.
+that cannot finish does not start. A precondition about a namespace the user may not read is
+left to the API server. Nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -12,16 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.output import metadata_text
-from kubectl_accurate.reads import SUBNAMESPACE_API_VERSION, Namespaces
-from libaccurate.constants import (
-    LABEL_PARENT,
-    LABEL_TEMPLATE,
-    LABEL_TYPE,
-    SUBNAMESPACE_KIND,
-    TYPE_ROOT,
-    TYPE_TEMPLATE,
-)
+from libaccurate import subnamespaces
+from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE, TYPE_ROOT, TYPE_TEMPLATE
 
 Obj = Mapping[str, Any]
 NO_TYPE = "none"
@@ -70,17 +65,7 @@ class CreateSubNamespace:
     annotations: Mapping[str, str] = field(default_factory=dict)
 
     def object(self) -> dict[str, Any]:
-        spec = {
-            key: dict(value)
-            for key, value in (("labels", self.labels), ("annotations", self.annotations))
-            if value
-        }
-        return {
-            "apiVersion": SUBNAMESPACE_API_VERSION,
-            "kind": SUBNAMESPACE_KIND,
-            "metadata": {"name": self.name, "namespace": self.namespace},
-            "spec": spec,
-        }
+        return subnamespaces.build(self.namespace, self.name, self.labels, self.annotations)
 
     def describe(self) -> str:
         spec = metadata_text(self.labels, self.annotations)
@@ -130,7 +115,7 @@ def _labels(namespace: Obj) -> Mapping[str, str]:
 def _existing(namespaces: Namespaces, name: str) -> Obj:
     found = namespaces.get(name)
     if found is None:
-        raise Refused(f"namespace {name} not found")
+        raise Refused(namespaces.missing(name))
     return found
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_accurate.changes import NO_TYPE
+from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.output import CliError, Printer, shorten
-from kubectl_accurate.reads import Namespaces
 from kubectl_accurate.watched import Watched
 from libaccurate.cloning import copied_from, propagate_mode
 from libaccurate.constants import EVENT_COMPONENT, SUBNAMESPACE_KIND, TYPE_ROOT, TYPE_TEMPLATE

@@ -3,8 +3,10 @@
 The Go plugin takes them only on the root command, but people type ``kubectl accurate sub
 create x team --context prod`` the way they type any kubectl command, so every group and
 command carries them. As with kubectl, a flag given later on the command line wins, and
-``--as-group`` adds up. ``-n/--namespace`` is accepted and ignored, as in the Go plugin:
-namespaces are always positional arguments here.
+``--as-group`` adds up. Namespaces are positional arguments here, as in the Go plugin;
+``-n/--namespace`` only changes the current namespace, where a user who may not list
+namespaces starts reading (``kubectl_accurate.reads``). ``--cache-dir`` is kubectl's too: where
+discovery answers are kept (``kubectl_accurate.subnamespace_api``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from libaccurate.kube import ConnectionOptions, Kube
 
 F = TypeVar("F", bound=Callable[..., Any])
 _STORE = "accurate.connection"
+CACHE_DIR = "cache_dir"
 USER_AGENT = f"kubectl-accurate/{__version__}"
 
 
@@ -32,7 +35,7 @@ class _Flag:
     multiple: bool = False
 
 
-# Keyed by the ConnectionOptions field each flag sets ("" for the ignored --namespace).
+# Keyed by the ConnectionOptions field each flag sets (CACHE_DIR is not a connection option).
 _FLAGS: dict[str, _Flag] = {
     "kubeconfig": _Flag(("--kubeconfig",), "Path to the kubeconfig file to use.", "PATH"),
     "context": _Flag(("--context",), "The name of the kubeconfig context to use.", "NAME"),
@@ -64,7 +67,16 @@ _FLAGS: dict[str, _Flag] = {
         "How long to wait for one server request (30s, 1m; 0 means no limit).",
         "DURATION",
     ),
-    "": _Flag(("-n", "--namespace"), "Accepted for kubectl compatibility and ignored.", "NS"),
+    "namespace": _Flag(
+        ("-n", "--namespace"),
+        "The current namespace, where a user who may not list namespaces starts reading.",
+        "NS",
+    ),
+    CACHE_DIR: _Flag(
+        ("--cache-dir",),
+        "Where to cache discovery (default $KUBECACHEDIR, else ~/.kube/cache).",
+        "PATH",
+    ),
 }
 
 GENERIC_FLAGS_NOTE = (
@@ -91,14 +103,14 @@ def generic_flags(*, shown: bool) -> Callable[[F], F]:
         for field_name, flag in reversed(_FLAGS.items()):
             function = click.option(
                 *flag.decls,
-                field_name or "ignored_namespace",
+                field_name,
                 help=flag.help,
                 metavar=flag.metavar or None,
                 is_flag=flag.is_flag,
                 multiple=flag.multiple,
                 expose_value=False,
                 hidden=not shown,
-                callback=_remember if field_name else None,
+                callback=_remember,
             )(function)
         return function
 
@@ -106,7 +118,12 @@ def generic_flags(*, shown: bool) -> Callable[[F], F]:
 
 
 def connection_options(ctx: click.Context) -> ConnectionOptions:
-    return ConnectionOptions(**ctx.meta.get(_STORE, {}))
+    given = {k: v for k, v in ctx.meta.get(_STORE, {}).items() if k != CACHE_DIR}
+    return ConnectionOptions(**given)
+
+
+def cache_dir(ctx: click.Context) -> str | None:
+    return ctx.meta.get(_STORE, {}).get(CACHE_DIR)
 
 
 def connect(ctx: click.Context) -> Kube:

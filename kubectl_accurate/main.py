@@ -1,8 +1,9 @@
 """The ``kubectl accurate`` command tree: the Go plugin's commands, as a thin Click shell.
 
-Each command reads what it needs (one LIST of namespaces, a SubNamespace or two), asks
-``changes`` what to write, and hands that to ``writes``; the rules themselves live in
-libaccurate. Errors print as ``error: ...`` on stderr with exit code 1; usage errors exit 2.
+Each command reads what it needs (one LIST of namespaces, or the part a tenant may read; a
+SubNamespace or two), asks ``changes`` what to write, and hands that to ``writes``; the rules
+themselves live in libaccurate. Errors print as ``error: ...`` on stderr with exit code 1;
+usage errors exit 2. ``-h``/``--help`` and ``help [COMMAND]`` work everywhere, as in kubectl.
 
 The modules only some commands need (``describe``, ``preview``, ``watched``, ``writes``) are
 imported inside those commands: ``list``, the command people run most, then starts without
@@ -16,21 +17,24 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import click
-from click.shell_completion import CompletionItem, get_completion_class
+from click.shell_completion import CompletionItem
 
 from kubectl_accurate import changes, trees
 from kubectl_accurate.changes import Change, Refused
-from kubectl_accurate.flags import GENERIC_FLAGS_NOTE, connect, generic_flags
+from kubectl_accurate.completion import SHELLS, completion_script
+from kubectl_accurate.flags import GENERIC_FLAGS_NOTE, cache_dir, connect, generic_flags
+from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.output import OUTPUT_FORMATS, CliError, Printer
-from kubectl_accurate.reads import Namespaces, get_subnamespace, list_namespaces
+from kubectl_accurate.reads import LIMITED_NOTE, read_namespaces
+from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from libaccurate import __version__
-from libaccurate.forest import Forest
-from libaccurate.kube import Kube, KubeError
+from libaccurate.conversion import ConversionError
+from libaccurate.kube import KubeError
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROG = "kubectl accurate"
 COMPLETE_VAR = "_KUBECTL_ACCURATE_COMPLETE"
-SHELLS = ("bash", "zsh", "fish")
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
 
 class Group(click.Group):
@@ -45,12 +49,13 @@ class Group(click.Group):
 
 
 class Root(Group):
-    """The top group: turns the plugin's own failures into one ``error:`` line and exit 1."""
+    """The top group: turns the plugin's own failures, and a SubNamespace it cannot read in any
+    version, into one ``error:`` line and exit 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (Refused, KubeError) as error:
+        except (Refused, KubeError, ConversionError) as error:
             raise CliError(str(error)) from error
 
 
@@ -59,7 +64,8 @@ def _complete_namespaces(
 ) -> list[CompletionItem]:
     """Namespace names for shell completion, using the flags typed so far."""
     try:
-        names = list_namespaces(connect(ctx)).by_name
+        api = _api(ctx)
+        names = read_namespaces(api.kube, api, [None], below=True).by_name
     except KubeError:
         return []
     return [CompletionItem(name) for name in sorted(names) if name.startswith(incomplete)]
@@ -115,8 +121,22 @@ def command(group: click.Group, name: str, *examples: str) -> Callable[[F], F]:
     return decorate
 
 
+def _api(ctx: click.Context) -> SubNamespaceApi:
+    return SubNamespaceApi(connect(ctx), cache_dir(ctx))
+
+
+def _view(ctx: click.Context, names: list[str | None], below: bool) -> Namespaces:
+    """The namespaces a reading command shows; a partial view says so on stderr."""
+    api = _api(ctx)
+    namespaces = read_namespaces(api.kube, api, names, below)
+    if not namespaces.complete:
+        click.echo(LIMITED_NOTE, err=True)
+    return namespaces
+
+
 @click.group(
     cls=Root,
+    context_settings=HELP_OPTIONS,
     aliases={"ls": "list", "ns": "namespace"},
     epilog=epilog(
         "list", "sub create team-a-dev team-a", "ns describe team-a-dev --context prod", note=""
@@ -167,10 +187,14 @@ def list_trees(ctx: click.Context, top: str | None, output: str | None) -> None:
     """List namespace trees (alias: ls).
 
     Without ROOT, every root namespace and the sub-namespaces below it; with ROOT, only the
-    tree under that namespace. Costs one request, whatever the number of namespaces.
+    tree under that namespace. Costs one request, whatever the number of namespaces. Without
+    the right to list namespaces: the tree of ROOT, else of the current namespace, as far as
+    you may read it.
     """
-    forest = list_namespaces(connect(ctx)).forest
-    _show_trees(_tops(forest.roots(), top, forest), forest.children, "children", output)
+    namespaces = _view(ctx, [top], below=True)
+    forest = namespaces.forest
+    tops = _tops(forest.roots(), top, namespaces, "roots")
+    _show_trees(tops, forest.children, "children", output)
 
 
 sub.add_command(root.commands["list"], "list")
@@ -183,18 +207,29 @@ def list_templates(ctx: click.Context, top: str | None, output: str | None) -> N
     """List template namespaces and their instances (alias: ls).
 
     Without TEMPLATE, every template that is not itself an instance of another template;
-    with TEMPLATE, only the tree under it.
+    with TEMPLATE, only the tree under it. Without the right to list namespaces, instances
+    cannot be found: only the templates you may read from TEMPLATE (else the current
+    namespace) up are shown.
     """
-    forest = list_namespaces(connect(ctx)).forest
-    _show_trees(_tops(forest.templates(), top, forest), forest.instances, "instances", output)
+    namespaces = _view(ctx, [top], below=False)
+    forest = namespaces.forest
+    tops = _tops(forest.templates(), top, namespaces, "templates")
+    _show_trees(tops, forest.instances, "instances", output)
 
 
-def _tops(default: tuple[str, ...], top: str | None, forest: Forest) -> tuple[str, ...]:
-    if top is None:
+def _tops(
+    default: tuple[str, ...], top: str | None, namespaces: Namespaces, what: str
+) -> tuple[str, ...]:
+    if top is not None:
+        if top not in namespaces.forest:
+            raise CliError(namespaces.missing(top))
+        return (top,)
+    if default or namespaces.complete:
         return default
-    if top not in forest:
-        raise CliError(f"namespace {top} not found")
-    return (top,)
+    raise CliError(
+        f"you may not list namespaces, and there are no {what} among those you may read from "
+        "the current namespace; name one, or pick a current namespace with -n"
+    )
 
 
 def _show_trees(
@@ -224,10 +259,10 @@ def describe_namespace(
     from kubectl_accurate import describe
     from kubectl_accurate.watched import find_watched
 
-    kube = connect(ctx)
-    namespaces = list_namespaces(kube)
+    namespaces = _view(ctx, [name], below=True)
     if namespaces.get(name) is None:
-        raise CliError(f"namespace {name} not found")
+        raise CliError(namespaces.missing(name))
+    kube = connect(ctx)
     found = describe.describe(kube, namespaces, name, find_watched(kube, accurate_namespace))
     printer = Printer()
     if output:
@@ -241,25 +276,28 @@ def describe_namespace(
 
 def _run(
     ctx: click.Context,
-    build: Callable[[Kube, Namespaces], Change],
+    names: list[str | None],
+    build: Callable[[SubNamespaceApi, Namespaces], Change],
     dry_run: bool,
     accurate_namespace: str,
 ) -> None:
-    """Read the namespaces, work out the change, then carry it out (or preview it)."""
+    """Read the namespaces (those in ``names`` at least), work out the change, then carry it
+    out (or preview it)."""
     from kubectl_accurate import preview
     from kubectl_accurate.watched import find_watched
     from kubectl_accurate.writes import carry_out
 
-    kube = connect(ctx)
-    namespaces = list_namespaces(kube)
-    change = build(kube, namespaces)
+    api = _api(ctx)
+    kube = api.kube
+    namespaces = read_namespaces(kube, api, names)
+    change = build(api, namespaces)
     printer = Printer()
 
     def show_preview() -> None:
         watched = find_watched(kube, accurate_namespace)
         preview.show(printer, preview.consequences(kube, change, namespaces, watched), watched)
 
-    carry_out(kube, change, namespaces.forest, printer, dry_run, show_preview)
+    carry_out(api, change, namespaces.rules_forests, printer, dry_run, show_preview)
 
 
 @command(namespace, "set-type", "ns set-type team-a root")
@@ -270,7 +308,7 @@ def set_type(
     ctx: click.Context, name: str, kind: str, dry_run: bool, accurate_namespace: str
 ) -> None:
     """Make NS a root or a template namespace, or remove its type with "none"."""
-    _run(ctx, lambda _, ns: changes.set_type(ns, name, kind), dry_run, accurate_namespace)
+    _run(ctx, [name], lambda _, ns: changes.set_type(ns, name, kind), dry_run, accurate_namespace)
 
 
 @command(template, "set", "template set team-a base")
@@ -287,6 +325,7 @@ def set_template(
     """
     _run(
         ctx,
+        [name, template_name],
         lambda _, ns: changes.set_template(ns, name, template_name),
         dry_run,
         accurate_namespace,
@@ -298,7 +337,7 @@ def set_template(
 @write_options
 def unset_template(ctx: click.Context, name: str, dry_run: bool, accurate_namespace: str) -> None:
     """Stop NS from using its template; copies in update mode will be deleted."""
-    _run(ctx, lambda _, ns: changes.unset_template(ns, name), dry_run, accurate_namespace)
+    _run(ctx, [name], lambda _, ns: changes.unset_template(ns, name), dry_run, accurate_namespace)
 
 
 def _pairs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
@@ -346,13 +385,14 @@ def create_sub(
 ) -> None:
     """Create SubNamespace NAME in PARENT; the controller then creates namespace NAME under it.
 
-    PARENT must be a root or a sub-namespace, and no namespace NAME may exist yet.
+    PARENT must be a root or a sub-namespace, and no namespace NAME may exist yet. What you
+    may not read is not checked here; the API server and the webhook still judge it.
     """
 
-    def build(_: Kube, namespaces: Namespaces) -> Change:
+    def build(_: SubNamespaceApi, namespaces: Namespaces) -> Change:
         return changes.create_sub(namespaces, name, parent, labels, annotations)
 
-    _run(ctx, build, dry_run, accurate_namespace)
+    _run(ctx, [parent, name], build, dry_run, accurate_namespace)
 
 
 @command(sub, "delete", "sub delete team-a-dev")
@@ -361,13 +401,13 @@ def create_sub(
 def delete_sub(ctx: click.Context, name: str, dry_run: bool, accurate_namespace: str) -> None:
     """Delete the SubNamespace of sub-namespace NAME; the controller then deletes namespace NAME."""
 
-    def build(kube: Kube, namespaces: Namespaces) -> Change:
+    def build(api: SubNamespaceApi, namespaces: Namespaces) -> Change:
         found = namespaces.get(name)
         parent = changes.parent_label(found) if found else None
-        subnamespace = get_subnamespace(kube, parent, name) if parent else None
+        subnamespace = api.get(parent, name) if parent else None
         return changes.delete_sub(namespaces, name, subnamespace)
 
-    _run(ctx, build, dry_run, accurate_namespace)
+    _run(ctx, [name], build, dry_run, accurate_namespace)
 
 
 @command(
@@ -399,14 +439,14 @@ def move_sub(
     the same spec.
     """
 
-    def build(kube: Kube, namespaces: Namespaces) -> Change:
+    def build(api: SubNamespaceApi, namespaces: Namespaces) -> Change:
         found = namespaces.get(name)
         old_parent = changes.parent_label(found) if found else None
-        original = get_subnamespace(kube, old_parent, name) if old_parent else None
-        taken = get_subnamespace(kube, parent, name) is not None
+        original = api.get(old_parent, name) if old_parent else None
+        taken = api.get(parent, name) is not None
         return changes.move(namespaces, name, parent, original, taken, leave_original)
 
-    _run(ctx, build, dry_run, accurate_namespace)
+    _run(ctx, [name, parent], build, dry_run, accurate_namespace)
 
 
 @command(sub, "graft", "sub graft legacy-team team-a")
@@ -422,11 +462,11 @@ def graft_sub(
     created in PARENT. A root keeps its sub-namespaces: the whole tree moves under PARENT.
     """
 
-    def build(kube: Kube, namespaces: Namespaces) -> Change:
-        taken = get_subnamespace(kube, parent, name) is not None
+    def build(api: SubNamespaceApi, namespaces: Namespaces) -> Change:
+        taken = api.get(parent, name) is not None
         return changes.graft(namespaces, name, parent, taken)
 
-    _run(ctx, build, dry_run, accurate_namespace)
+    _run(ctx, [name, parent], build, dry_run, accurate_namespace)
 
 
 @command(sub, "cut", "sub cut team-a-dev")
@@ -439,25 +479,69 @@ def cut_sub(ctx: click.Context, name: str, dry_run: bool, accurate_namespace: st
     old parent are then deleted by the controller.
     """
 
-    def build(kube: Kube, namespaces: Namespaces) -> Change:
+    def build(api: SubNamespaceApi, namespaces: Namespaces) -> Change:
         found = namespaces.get(name)
         parent = changes.parent_label(found) if found else None
-        subnamespace = get_subnamespace(kube, parent, name) if parent else None
+        subnamespace = api.get(parent, name) if parent else None
         return changes.cut(namespaces, name, subnamespace)
 
-    _run(ctx, build, dry_run, accurate_namespace)
+    _run(ctx, [name], build, dry_run, accurate_namespace)
 
 
-@root.command(epilog="\b\nExamples:\n  source <(kubectl-accurate completion bash)")
+@command(root, "import-hnc", "import-hnc", "import-hnc -o yaml", "import-hnc --apply")
+@click.option("--apply", "apply_", is_flag=True, help="Make the writes; without it, only plan.")
+@click.option(
+    "--hnc-namespace",
+    default="hnc-system",
+    show_default=True,
+    help="The namespace HNC's controller runs in.",
+)
+@output_option
+def import_hnc(ctx: click.Context, apply_: bool, hnc_namespace: str, output: str | None) -> None:
+    """Move a cluster from HNC (the Hierarchical Namespace Controller) to Accurate.
+
+    Reads HNC's trees, anchors, config and copies and prints the Accurate equivalent: labels,
+    SubNamespaces, objects to opt in, HNC's copies to hand over, the controller config, what
+    cannot be carried over, and the steps to retire HNC. With --apply it writes (nothing is
+    deleted; a second run writes nothing), once HNC's webhooks and controller are gone.
+    """
+    from kubectl_accurate import hnc_import
+
+    hnc_import.run(_api(ctx), Printer(), apply_, output, hnc_namespace)
+
+
+@root.command(
+    epilog=(
+        "\b\nExamples:\n  source <(kubectl-accurate completion bash)\n"
+        "  kubectl-accurate completion powershell | Out-String | Invoke-Expression"
+    )
+)
 @click.argument("shell", type=click.Choice(SHELLS))
 @generic_flags(shown=False)
 def completion(shell: str) -> None:
     """Print the shell completion script for kubectl-accurate."""
-    completer = get_completion_class(shell)
-    if completer is None:
-        raise CliError(f"no completion for {shell}")
-    click.echo(completer(root, {}, "kubectl-accurate", COMPLETE_VAR).source())
+    click.echo(completion_script(root, shell, "kubectl-accurate", COMPLETE_VAR))
+
+
+@root.command("help", epilog=epilog("help", "help sub create", note=""))
+@click.argument("words", metavar="[COMMAND]...", nargs=-1)
+@click.pass_context
+def help_command(ctx: click.Context, words: tuple[str, ...]) -> None:
+    """Show the help of kubectl accurate or of one of its commands."""
+    shown = ctx.find_root()
+    for word in words:
+        group = shown.command
+        found = group.get_command(shown, word) if isinstance(group, click.Group) else None
+        if found is None:
+            path = " ".join((shown.command_path, word))
+            raise CliError(f"unknown command {path!r}; see '{PROG} --help'")
+        shown = click.Context(found, info_name=word, parent=shown)
+    click.echo(shown.get_help())
 
 
 def main() -> None:
     root.main(prog_name=PROG, complete_var=COMPLETE_VAR)
+
+
+# Command groups kept in modules of their own register themselves on ``root`` when imported.
+from kubectl_accurate import access, report, sudo  # noqa: E402, F401

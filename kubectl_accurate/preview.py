@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_accurate.changes import Change, CreateSubNamespace, DeleteSubNamespace, LabelPatch
+from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.output import Printer, metadata_text
-from kubectl_accurate.reads import Namespaces
 from kubectl_accurate.watched import Watched
 from libaccurate.actions import (
     Action,

@@ -22,76 +22,93 @@ from kubectl_accurate.changes import (
     Write,
 )
 from kubectl_accurate.output import CliError, Printer
-from kubectl_accurate.reads import namespace_path, subnamespace_path
-from libaccurate.admission import CREATE, UPDATE, review_namespace, review_subnamespace
+from kubectl_accurate.reads import namespace_path
+from kubectl_accurate.subnamespace_api import SubNamespaceApi
+from libaccurate.admission import (
+    CREATE,
+    UPDATE,
+    Verdict,
+    review_namespace,
+    review_subnamespace,
+)
 from libaccurate.forest import Forest
-from libaccurate.kube import ApiError, Kube
+from libaccurate.kube import ApiError
 
 FIELD_MANAGER = "kubectl-accurate"
 DRY_RUN = {"dryRun": "All"}
 
 
-def review(writes: Sequence[Write], forest: Forest) -> None:
-    """Refuse what the webhooks would refuse, judged on the cluster as it is now.
+def review(writes: Sequence[Write], forests: Sequence[Forest]) -> None:
+    """Refuse what the webhooks would refuse, judged on the cluster as it is now, as far as the
+    user may read it: a write is refused only when every one of a view's ``rules_forests``
+    refuses it.
 
     SubNamespace deletions are left to the server: whether cascading deletion is allowed is
     a flag of the controller the plugin cannot see.
     """
     for write in writes:
-        if isinstance(write, LabelPatch):
-            verdict = review_namespace(UPDATE, write.after(), write.before, forest, False)
-        elif isinstance(write, CreateSubNamespace):
-            verdict = review_subnamespace(CREATE, write.object(), None, forest, (), False)
-        else:
-            continue
-        if not verdict.allowed:
-            raise Refused(verdict.message)
+        verdicts = [_verdict(write, forest) for forest in forests]
+        denials = [verdict.message for verdict in verdicts if verdict and not verdict.allowed]
+        if denials and len(denials) == len(forests):
+            raise Refused(denials[0])
 
 
-def send(kube: Kube, write: Write, dry_run: bool) -> Any:
+def _verdict(write: Write, forest: Forest) -> Verdict | None:
+    if isinstance(write, LabelPatch):
+        return review_namespace(UPDATE, write.after(), write.before, forest, False)
+    if isinstance(write, CreateSubNamespace):
+        return review_subnamespace(CREATE, write.object(), None, forest, (), False)
+    return None
+
+
+def send(api: SubNamespaceApi, write: Write, dry_run: bool) -> Any:
     query = {"fieldManager": FIELD_MANAGER, **(DRY_RUN if dry_run else {})}
     if isinstance(write, LabelPatch):
         version = write.before["metadata"].get("resourceVersion")
         body = {"metadata": {"resourceVersion": version, "labels": dict(write.labels)}}
-        return kube.patch(namespace_path(write.name), body, **query)
+        return api.kube.patch(namespace_path(write.name), body, **query)
     if isinstance(write, CreateSubNamespace):
-        return kube.create(subnamespace_path(write.namespace), write.object(), **query)
-    return _delete(kube, write, dry_run)
+        return api.create(write.object(), **query)
+    return _delete(api, write, dry_run)
 
 
-def _delete(kube: Kube, write: DeleteSubNamespace, dry_run: bool) -> Any:
+def _delete(api: SubNamespaceApi, write: DeleteSubNamespace, dry_run: bool) -> Any:
     """DELETE with the options in the body: kube-apiserver then ignores the query, so a
     ``?dryRun=All`` beside them would delete for real."""
     uid = write.subnamespace["metadata"].get("uid")
-    options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+    options: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "preconditions": {"uid": uid},
+    }
     if dry_run:
         options["dryRun"] = ["All"]
-    return kube.delete(subnamespace_path(write.namespace, write.name), options)
+    return api.delete(write.namespace, write.name, options)
 
 
-def preflight(kube: Kube, writes: Sequence[Write]) -> None:
+def preflight(api: SubNamespaceApi, writes: Sequence[Write]) -> None:
     """Ask the API server to judge every write it can judge before any is made."""
     for write in writes:
         if isinstance(write, DeleteSubNamespace) and not write.preflight:
             continue
         try:
-            send(kube, write, dry_run=True)
+            send(api, write, dry_run=True)
         except ApiError as error:
             raise CliError(_explained(error, write)) from error
 
 
 def carry_out(
-    kube: Kube,
+    api: SubNamespaceApi,
     change: Change,
-    forest: Forest,
+    forests: Sequence[Forest],
     printer: Printer,
     dry_run: bool,
     preview: Callable[[], None],
 ) -> None:
     """Review, preflight, then write (or, for a dry run, say what would be written)."""
-    review(change.writes, forest)
+    review(change.writes, forests)
     if dry_run or len(change.writes) > 1:
-        preflight(kube, change.writes)
+        preflight(api, change.writes)
     if not change.writes:
         printer.line(change.summary)
         return
@@ -103,7 +120,7 @@ def carry_out(
         return
     for index, write in enumerate(change.writes):
         try:
-            send(kube, write, dry_run=False)
+            send(api, write, dry_run=False)
         except ApiError as error:
             raise CliError(_partial(error, change.writes, index)) from error
     printer.line(change.summary)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
+from libaccurate import subnamespaces
 from libaccurate.actions import (
     Action,
     AddFinalizer,
@@ -33,10 +34,8 @@ from libaccurate.actions import (
 )
 from libaccurate.constants import (
     CONDITION_READY,
-    GROUP,
     LABEL_PARENT,
     REASON_CONFLICT,
-    STORAGE_VERSION,
     SUBNAMESPACE_KIND,
 )
 from libaccurate.forest import ProblemReason
@@ -77,7 +76,7 @@ def _subnamespace_ref(plan: Plan, namespace: str, name: str) -> ObjectRef:
     """What an event about SubNamespace ``namespace/name`` points at (with its uid)."""
     found: Mapping[str, Any] = plan.subnamespaces.get((namespace, name)) or {}
     uid = (found.get("metadata") or {}).get("uid")
-    return ObjectRef(f"{GROUP}/{STORAGE_VERSION}", SUBNAMESPACE_KIND, namespace, name, uid)
+    return ObjectRef(subnamespaces.api_version(), SUBNAMESPACE_KIND, namespace, name, uid)
 
 
 def close(plan: Plan, happened: Mapping[int, Happened]) -> Closing:

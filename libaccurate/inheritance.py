@@ -24,6 +24,13 @@ from libaccurate.constants import (
 from libaccurate.forest import Forest
 from libaccurate.globs import match_any
 
+# Labels every sub-namespace carries that the controller never needs to take away: while a
+# namespace is a sub-namespace they are wanted, and when it stops being one its labels stay
+# (DESIGN.md 4.2). Owning them only matters for a removal, so ownership alone is no reason to
+# write: a cluster taken over from a Go Accurate that set them by update, not by apply, would
+# otherwise cost one apply per sub-namespace that changes nothing anybody sees (issue 19).
+_KEPT_LABELS: frozenset[str] = frozenset({LABEL_PARENT, LABEL_CREATED_BY})
+
 
 @dataclass(frozen=True)
 class Metadata:
@@ -138,14 +145,27 @@ def needs_write(namespace: Mapping[str, Any], desired: Metadata) -> bool:
 
     A write is due when a desired value is missing or different, or when the controller owns
     a key it no longer wants (the apply removes it) or does not own one it wants (the apply
-    takes it over, so that a later removal works).
+    takes it over, so that a later removal works), except ``_KEPT_LABELS``: no removal
+    of theirs is ever needed, so they need not be owned; any later apply takes them over in
+    passing.
     """
     owned = owned_keys(namespace)
     return not (
-        _settled(labels_of(namespace), owned.labels, desired.labels)
+        _settled(labels_of(namespace), owned.labels, desired.labels, _KEPT_LABELS)
         and _settled(annotations_of(namespace), owned.annotations, desired.annotations)
     )
 
 
-def _settled(current: Mapping[str, str], owned: frozenset[str], desired: Mapping[str, str]) -> bool:
-    return owned == set(desired) and all(current.get(k) == v for k, v in desired.items())
+def _settled(
+    current: Mapping[str, str],
+    owned: frozenset[str],
+    desired: Mapping[str, str],
+    unowned_ok: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether an apply of ``desired`` would leave the map and its ownership as they are, as
+    far as anybody relies on: values in place, no owned key to drop, no key left unowned that
+    a later removal would need (``unowned_ok`` never does)."""
+    wanted = set(desired)
+    return wanted - unowned_ok <= owned <= wanted and all(
+        current.get(k) == v for k, v in desired.items()
+    )

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 import urllib3
 from urllib3.util.ssl_ import create_urllib3_context
@@ -24,6 +24,9 @@ from urllib3.util.ssl_ import create_urllib3_context
 # KubeError and ConnectionOptions are defined with the loader, which needs them first; every
 # caller imports them from here, with the rest of the adapter.
 from libaccurate.kubeconfig import ConnectionOptions, Credentials, KubeError, load_credentials
+
+# Callers build the paths they request with the adapter, so it hands them the builder too.
+from libaccurate.paths import resource_path as resource_path
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -151,6 +154,15 @@ class Kube:
     def get(self, path: str) -> dict[str, Any]:
         return dict(self.request("GET", path))
 
+    def find(self, path: str) -> dict[str, Any] | None:
+        """A GET for callers to whom "not there" is an answer: None on 404."""
+        try:
+            return self.get(path)
+        except ApiError as error:
+            if error.not_found:
+                return None
+            raise
+
     def list_objects(self, path: str, **query: str) -> dict[str, Any]:
         """A LIST, with ``labelSelector``/``fieldSelector``/... passed as keyword arguments."""
         return dict(self.request("GET", path, query=query))
@@ -261,27 +273,6 @@ class Kube:
             )
         except urllib3.exceptions.HTTPError as error:
             raise KubeError(f"cannot reach the API server at {self.host}: {error}") from error
-
-
-def resource_path(
-    group: str,
-    version: str,
-    plural: str,
-    namespace: str | None = None,
-    name: str | None = None,
-    subresource: str | None = None,
-) -> str:
-    """The REST path of a collection or an object; ``group`` "" is the core group."""
-    prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
-    parts = [prefix]
-    if namespace:
-        parts.append(f"namespaces/{quote(namespace, safe='')}")
-    parts.append(plural)
-    if name:
-        parts.append(quote(name, safe=""))
-    if subresource:
-        parts.append(subresource)
-    return "/".join(parts)
 
 
 def _tls_arguments(credentials: Credentials) -> dict[str, Any]:

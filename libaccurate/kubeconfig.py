@@ -30,7 +30,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -77,6 +77,7 @@ class ConnectionOptions:
     request_timeout: str | None = None
     impersonate: str | None = None
     impersonate_groups: tuple[str, ...] = field(default=())
+    namespace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,10 @@ class Credentials:
     password: str | None = field(default=None, repr=False)
     verify: bool = True
     tls_server_name: str | None = None
+    # The namespace commands are about when none is named: -n, else the context's, as kubectl.
+    namespace: str = "default"
+    # The kubeconfig's name for whom (its user entry), for servers that cannot say who you are.
+    user_entry: str | None = None
 
     @property
     def secure(self) -> bool:
@@ -236,7 +241,9 @@ def _choose(config: _Kubeconfig, options: ConnectionOptions) -> Credentials:
         )
     _check_cluster(cluster_name, cluster)
     _check_user(user_name, user)
-    return _credentials(cluster_name, cluster, user_name, user)
+    namespace = options.namespace or _text(context.get("namespace")) or "default"
+    found = _credentials(cluster_name, cluster, user_name, user)
+    return replace(found, namespace=namespace, user_entry=user_name or None)
 
 
 def _context_name(config: _Kubeconfig, options: ConnectionOptions) -> str:
@@ -496,7 +503,17 @@ def _in_cluster(options: ConnectionOptions) -> Credentials:
         ca_file=options.certificate_authority or configuration.ssl_ca_cert,
         token=options.token,
         token_source=None if options.token else _package_token(configuration),
+        namespace=options.namespace or _pod_namespace(),
     )
+
+
+def _pod_namespace() -> str:
+    """The service account's namespace, where kubectl in a pod works by default."""
+    try:
+        with open(os.path.join(SERVICE_ACCOUNT_DIR, "namespace")) as file:
+            return file.read().strip() or "default"
+    except OSError:
+        return "default"
 
 
 def _text(value: Any) -> str:

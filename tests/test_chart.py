@@ -104,15 +104,25 @@ def _comparable(objects: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str
 
 
 @pytest.mark.parametrize(
-    "directory, match_conditions",
-    [("default", True), ("without-match-conditions", False)],
+    "directories, extra",
+    [
+        (("default",), {}),
+        (("without-match-conditions",), {"webhook": {"matchConditions": False}}),
+        # Sudo on: the base and the directory an operator adds for it.
+        (("default", "sudo"), {"tenantAccess": {"sudo": True}}),
+    ],
+    ids=["default", "without-match-conditions", "sudo"],
 )
 def test_the_chart_renders_the_kustomize_base_object_by_object(
-    directory: str, match_conditions: bool
+    directories: tuple[str, ...], extra: dict[str, Any]
 ) -> None:
-    values = _values(KUSTOMIZE_VALUES)
-    values["webhook"] = {"matchConditions": match_conditions}
-    kustomized = [obj for obj in render(MANIFESTS / directory) if obj["kind"] != "Namespace"]
+    values = {**_values(KUSTOMIZE_VALUES), **extra}
+    kustomized = [
+        obj
+        for directory in directories
+        for obj in render(MANIFESTS / directory)
+        if obj["kind"] != "Namespace"
+    ]
 
     charted = _comparable(render_chart(values))
     expected = _comparable(kustomized)
@@ -143,6 +153,12 @@ def test_helm_lint_names_a_misspelt_configuration_key() -> None:
 def test_rendering_refuses_a_key_the_controllers_configuration_does_not_know() -> None:
     with pytest.raises(helm.HelmValuesError, match=r"/controller/config.*'labelKey' not allowed"):
         render_chart({"controller": {"config": {"labelKey": ["team"]}}})
+
+
+def test_rendering_refuses_a_misspelt_tenant_access_switch() -> None:
+    """A typo must not leave sudo off (or on) without a word."""
+    with pytest.raises(helm.HelmValuesError, match=r"/tenantAccess.*'sudoo' not allowed"):
+        render_chart({"tenantAccess": {"sudoo": True}})
 
 
 def _camel(name: str) -> str:
@@ -199,6 +215,18 @@ def test_the_go_e2e_values_reach_the_controller() -> None:
     )
     admin = cluster_wide["ClusterRoleBinding", "accurate-manager-admin"]
     assert admin["roleRef"]["name"] == "admin"
+
+
+@pytest.mark.parametrize("values_file", [None, GO_E2E_VALUES], ids=["defaults", "go-e2e"])
+def test_the_controller_takes_every_argument_the_chart_renders(values_file: Path | None) -> None:
+    """The Go chart's arguments once crashed the controller; each rendering must parse, and the
+    Go e2e suite's ``--zap-log-level=5`` means debug."""
+    values = _values(values_file) if values_file else {}
+
+    parsed = options.parse(_container(render_chart(values))["args"])
+
+    assert parsed.allow_cascading_deletion is False
+    assert parsed.log_level == ("debug" if values_file else "info")
 
 
 def test_the_default_image_is_ours_at_the_charts_app_version() -> None:

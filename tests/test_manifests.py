@@ -21,7 +21,7 @@ from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.manifests import MANIFESTS, render
 from accurate_testbed.waiting import wait_for
-from controller import options, selfcheck
+from controller import options, selfcheck, sudoers
 from controller.health import parse_addr
 from controller.webhook import (
     CONVERT_PATH,
@@ -62,6 +62,8 @@ EXTRA_CLUSTER_VERBS = {
     ("authorization.k8s.io", "selfsubjectaccessreviews"): {"create"},
     ("rbac.authorization.k8s.io", "roles"): {"get", "escalate", "bind"},
     ("rbac.authorization.k8s.io", "rolebindings"): {"get"},
+    # To copy RoleBindings to ClusterRoles. The sudoer keeper's rights are not here: they come
+    # only with controller/config/sudo.
     ("rbac.authorization.k8s.io", "clusterroles"): {"bind"},
     ("", "secrets"): {"get"},
 }
@@ -432,24 +434,53 @@ def _install_rbac(cluster: Cluster, install: Manifests) -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_the_controllers_account_passes_its_startup_check(
-    apiserver: ApiServer, cluster: Cluster, tmp_path: Path
-) -> None:
-    install = Manifests(render(MANIFESTS / "default"))
-    _, watched = _example_config(cluster, install)
+def _as_controller(
+    apiserver: ApiServer, cluster: Cluster, install: Manifests, tmp_path: Path
+) -> Kube:
+    """The manifests' RBAC installed, and a client as the controller's ServiceAccount."""
     namespace = install.one("Namespace")["metadata"]["name"]
     account = install.one("Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
     user = f"system:serviceaccount:{namespace}:{account}"
     _install_rbac(cluster, install)
     apiserver.add_user(user, ["system:serviceaccounts", f"system:serviceaccounts:{namespace}"])
     kubeconfig = apiserver.write_kubeconfig(tmp_path / "controller", user=user)
-    as_controller = Kube.connect(ConnectionOptions(kubeconfig=str(kubeconfig)))
+    return Kube.connect(ConnectionOptions(kubeconfig=str(kubeconfig)))
+
+
+def test_the_controllers_account_passes_its_startup_check(
+    apiserver: ApiServer, cluster: Cluster, tmp_path: Path
+) -> None:
+    install = Manifests(render(MANIFESTS / "default"))
+    _, watched = _example_config(cluster, install)
+    namespace = install.one("Namespace")["metadata"]["name"]
+    as_controller = _as_controller(apiserver, cluster, install, tmp_path)
 
     selfcheck.check(as_controller, selfcheck.required(watched, lease_namespace=namespace))
     with pytest.raises(selfcheck.MissingPermissions, match="create namespaces/finalize"):
         selfcheck.check(
             as_controller, [selfcheck.Permission("", "namespaces/finalize", ("create",))]
         )
+
+
+def test_only_the_sudo_directory_gives_the_controller_the_sudoer_keepers_rights(
+    apiserver: ApiServer, cluster: Cluster, tmp_path: Path
+) -> None:
+    """They amount to cluster-admin, so the base leaves them out (docs/tenant-access.md)."""
+    base = Manifests(render(MANIFESTS / "default"))
+    sudo = Manifests([base.one("Namespace"), *render(MANIFESTS / "sudo")])
+    account = base.one("Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
+    keeper = {(p.group, p.resource, v) for p in sudoers.PERMISSIONS for v in p.verbs}
+    as_controller = _as_controller(apiserver, cluster, base, tmp_path)
+
+    assert _bound_rules(sudo, account, "ClusterRoleBinding", "ClusterRole") == keeper
+    with pytest.raises(selfcheck.MissingPermissions) as missing:
+        selfcheck.check(as_controller, sudoers.PERMISSIONS)
+    assert str(missing.value).endswith(
+        "list, create, update, delete, escalate clusterroles.rbac.authorization.k8s.io; "
+        "list, create, update, delete clusterrolebindings.rbac.authorization.k8s.io"
+    )
+    _install_rbac(cluster, sudo)
+    selfcheck.check(as_controller, sudoers.PERMISSIONS)
 
 
 def test_namespace_editors_may_create_subnamespaces_and_viewers_read_them(

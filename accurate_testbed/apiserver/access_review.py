@@ -1,5 +1,7 @@
-"""The authorization.k8s.io review kinds, answered by the RBAC authorizer and never stored.
+"""The review kinds, answered from who is calling and what RBAC grants, and never stored.
 
+SelfSubjectReview (authentication.k8s.io, ``kubectl auth whoami``) tells the caller who the
+server takes them for: the user, groups, uid and extra after authentication and impersonation.
 SelfSubjectAccessReview (what ``kubectl auth can-i`` and the controller's startup self-check
 send) and SelfSubjectRulesReview (``kubectl auth can-i --list``) are about the caller, as
 impersonated if it is; SubjectAccessReview and LocalSubjectAccessReview ask about any user, for
@@ -31,6 +33,9 @@ class AccessReviews:
         self.authorizer = authorizer
 
     def review(self, resource: Resource, review: Obj, caller: UserInfo) -> Obj:
+        if resource.kind == "SelfSubjectReview":
+            review["status"] = {"userInfo": _user_info(caller)}
+            return review
         spec = review.setdefault("spec", {})
         if resource.kind == "SelfSubjectRulesReview":
             review["status"] = self._rules(spec, caller)
@@ -66,6 +71,12 @@ class AccessReviews:
         if problems:
             status["evaluationError"] = aggregate(problems)
         return status
+
+
+def _user_info(caller: UserInfo) -> Obj:
+    """authentication/v1 UserInfo: empty fields are left out, as Go's omitempty does."""
+    keys = ("username", "uid", "groups", "extra")
+    return {key: caller[key] for key in keys if caller.get(key)}
 
 
 def _resource_rule(rule: Mapping[str, Any]) -> Obj:

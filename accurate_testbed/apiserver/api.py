@@ -35,6 +35,7 @@ from accurate_testbed.apiserver.patching import (
 from accurate_testbed.apiserver.resources import (
     ADMISSION,
     APIEXTENSIONS,
+    AUTHENTICATION,
     AUTHORIZATION,
     Registry,
     Resource,
@@ -236,7 +237,7 @@ class Api:
         if not meta.get("name") and meta.get("generateName"):
             suffix = "".join(random.choices(_NAME_SUFFIX_CHARS, k=5))
             meta["name"] = meta["generateName"] + suffix
-        if resource.group == AUTHORIZATION:
+        if resource.group in (AUTHENTICATION, AUTHORIZATION):
             return self._review(resource, obj, caller)
         return self._create(resource, namespace, obj, caller, managed=False)
 

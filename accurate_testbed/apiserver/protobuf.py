@@ -109,6 +109,8 @@ LAYOUTS: dict[str, Layout] = {
         2: ("subjects", ("list", _SUBJECT)),
         3: ("roleRef", _ROLE_REF),
     },
+    # A SelfSubjectReview is sent empty: the server fills in its status.
+    "SelfSubjectReview": {1: ("metadata", _OBJECT_META)},
     # The self reviews' specs are the first fields of the subject reviews' spec.
     "SelfSubjectAccessReview": _SUBJECT_ACCESS_REVIEW,
     "SubjectAccessReview": _SUBJECT_ACCESS_REVIEW,

@@ -56,6 +56,7 @@ def _builtin(
 
 
 RBAC = "rbac.authorization.k8s.io"
+AUTHENTICATION = "authentication.k8s.io"
 AUTHORIZATION = "authorization.k8s.io"
 ADMISSION = "admissionregistration.k8s.io"
 APIEXTENSIONS = "apiextensions.k8s.io"
@@ -130,6 +131,14 @@ BUILTINS: tuple[Resource, ...] = (
         has_generation=True,
     ),
     _builtin(
+        AUTHENTICATION,
+        "v1",
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        False,
+        verbs=("create",),
+    ),
+    _builtin(
         AUTHORIZATION,
         "v1",
         "selfsubjectaccessreviews",
@@ -161,6 +170,7 @@ BUILTINS: tuple[Resource, ...] = (
 BUILTIN_GROUP_ORDER = (
     "",
     "events.k8s.io",
+    AUTHENTICATION,
     AUTHORIZATION,
     "apps",
     RBAC,

@@ -19,7 +19,7 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import trustme
 
@@ -249,7 +249,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._warnings = []
         url = urlsplit(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query, True).items()}
-        path = url.path.rstrip("/") or "/"
+        # Percent-escapes are decoded before routing, as Go's URL.Path is (a:b, a%3Ab alike).
+        path = unquote(url.path).rstrip("/") or "/"
         try:
             server = self.apiserver
             user = server.users.authenticate(self.headers.get("Authorization"))

@@ -5,11 +5,18 @@ them), and only when nothing is left releases the container's finalizer so it di
 acts as a controller of the server, so its deletions do not pass through admission webhooks.
 It follows which containers are terminating from the changes it is told about, so a store full
 of live namespaces costs it nothing.
+
+A namespace found empty is released on a later pass, ``NAMESPACE_PASS`` on, as the real
+controller checks again after deleting (on a real cluster that takes seconds): a namespace is
+seen ``Terminating`` for a moment even when it held nothing, so a client (or a test) that goes on
+as if the DELETE had removed it meets what it would meet on a real cluster.
 """
 
 from __future__ import annotations
 
 import copy
+import threading
+import time
 from collections.abc import Sequence
 
 from accurate_testbed.apiserver.api import CRD_CLEANUP_FINALIZER, Api
@@ -18,6 +25,7 @@ from accurate_testbed.apiserver.store import Change, Key, key_of
 
 NAMESPACES = ("", "namespaces")
 CRDS = (APIEXTENSIONS, "customresourcedefinitions")
+NAMESPACE_PASS = 0.3  # seconds from finding a namespace empty to releasing it
 
 
 class Termination:
@@ -26,27 +34,50 @@ class Termination:
     def __init__(self, api: Api) -> None:
         self.api = api
         self._terminating: set[Key] = set()  # containers being deleted, as far as changes tell
+        self._emptied: dict[Key, float] = {}  # namespace -> when it was found empty
+        self._later: threading.Timer | None = None  # the next pass for the emptied ones
+        # The loop's rounds and the later passes both move containers along.
+        self._lock = threading.Lock()
 
     def __call__(self, changes: Sequence[Change] | None) -> None:
         """Any change may be a deletion (or finalizer removal) a terminating container waits
         for, so each round with changes moves every terminating container along."""
-        if changes is None:
-            self._terminating = {
-                key
-                for key, obj in self.api.store.snapshot()
-                if key[:2] in (NAMESPACES, CRDS) and obj["metadata"].get("deletionTimestamp")
-            }
-        else:
-            for change in changes:
-                self._follow(change)
+        with self._lock:
+            if changes is None:
+                self._terminating = {
+                    key
+                    for key, obj in self.api.store.snapshot()
+                    if key[:2] in (NAMESPACES, CRDS) and obj["metadata"].get("deletionTimestamp")
+                }
+            else:
+                for change in changes:
+                    self._follow(change)
+            self._move_along()
+
+    def _move_along(self) -> None:
+        self._emptied = {k: t for k, t in self._emptied.items() if k in self._terminating}
         for key in sorted(self._terminating):
             container = self.api.store.get(*key)
             if container is None:
                 self._terminating.discard(key)
             elif key[:2] == NAMESPACES:
-                self._empty_namespace(container)
+                self._empty_namespace(key, container)
             else:
                 self._empty_crd(container)
+
+    def _later_pass(self) -> None:
+        with self._lock:
+            self._later = None
+            self._move_along()
+            if self._emptied:
+                self._pass_at(min(self._emptied.values()) + NAMESPACE_PASS)
+
+    def _pass_at(self, moment: float) -> None:
+        """Make a pass at ``moment`` (monotonic time) unless one is due already."""
+        if self._later is None:
+            self._later = threading.Timer(max(moment - time.monotonic(), 0), self._later_pass)
+            self._later.daemon = True
+            self._later.start()
 
     def _follow(self, change: Change) -> None:
         if (change.group, change.plural) not in (NAMESPACES, CRDS):
@@ -64,7 +95,7 @@ class Termination:
             self.api.delete_quietly(resource, item)
         return bool(items)
 
-    def _empty_namespace(self, namespace: dict) -> None:
+    def _empty_namespace(self, key: Key, namespace: dict) -> None:
         name = namespace["metadata"]["name"]
         seen: set[tuple[str, str]] = set()
         remaining = False
@@ -73,7 +104,14 @@ class Termination:
                 seen.add((resource.group, resource.plural))
                 remaining |= self._delete_all(resource, name)
         finalizers = namespace.get("spec", {}).get("finalizers") or []
-        if not remaining and "kubernetes" in finalizers:
+        if remaining or "kubernetes" not in finalizers:
+            self._emptied.pop(key, None)
+            return
+        emptied = self._emptied.setdefault(key, time.monotonic())
+        if time.monotonic() < emptied + NAMESPACE_PASS:
+            self._pass_at(emptied + NAMESPACE_PASS)
+        else:
+            del self._emptied[key]
             released = copy.deepcopy(namespace)
             released["spec"]["finalizers"] = [f for f in finalizers if f != "kubernetes"]
             namespace_resource = self.api.resource_of(*NAMESPACES)

@@ -9,6 +9,7 @@ Grants are awaited with deadlines, since a real API server applies RBAC changes 
 from __future__ import annotations
 
 import functools
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -209,6 +210,29 @@ def test_kubectl_auth_can_i(cluster: Cluster, kubeconfig: Path) -> None:
     assert {"create", "delete", "get", "list", "patch", "update", "watch"} <= {
         verb.strip("[]") for verb in row[3:]
     }
+
+
+def test_a_namespaced_grant_on_namespaces_reaches_only_that_namespace(
+    cluster: Cluster, kubeconfig: Path
+) -> None:
+    """kube-apiserver's RequestInfoFactory files a request for one namespace object under that
+    namespace, so a RoleBinding there (to ``view``, which may get and list namespaces) allows
+    getting it; a list of namespaces is at the cluster scope, where the binding does not reach."""
+    alice, ns, other = cluster.unique("alice"), cluster.namespace(), cluster.namespace()
+    apply(cluster, kubeconfig, binding("viewers", "ClusterRole", "view", [user(alice)], ns))
+    wait_for(lambda: allowed(kubeconfig, alice, "get", "namespace", ns), what="the grant")
+    assert as_user(kubeconfig, alice, "get", "namespace", other).stderr.strip() == (
+        forbidden_line(
+            f'namespaces "{other}"', alice, "get", "namespaces", f'in the namespace "{other}"'
+        )
+    )
+    assert as_user(kubeconfig, alice, "get", "namespaces").stderr.strip() == forbidden_line(
+        "namespaces", alice, "list", "namespaces", "at the cluster scope"
+    )
+    selected = as_user(
+        kubeconfig, alice, "get", "namespaces", f"--field-selector=metadata.name={ns}"
+    )
+    assert "at the cluster scope" in selected.stderr
 
 
 def crd(plural: str) -> dict[str, Any]:
@@ -468,3 +492,30 @@ def test_a_limited_users_own_kubeconfig(
     (tmp_path / "stranger").write_text(yaml.safe_dump(document))
     stranger = kubectl(tmp_path / "stranger", "get", "cm", "-n", ns, check=False)
     assert stranger.stderr.strip() == "error: You must be logged in to the server (Unauthorized)"
+
+
+def test_whoami_names_the_caller_as_authenticated_or_impersonated(
+    cluster: Cluster, kubeconfig: Path, apiserver: ApiServer, tmp_path: Path
+) -> None:
+    """SelfSubjectReview (authentication.k8s.io/v1), through ``kubectl auth whoami``: the user
+    and groups the server took the request for, system:authenticated included."""
+    apiserver.add_user("alice", ["devs"])
+    alice = apiserver.write_kubeconfig(tmp_path / "alice", "alice")
+    review = json.loads(kubectl(alice, "auth", "whoami", "-o", "json").stdout)
+    assert review["apiVersion"] == "authentication.k8s.io/v1"
+    assert review["kind"] == "SelfSubjectReview"
+    assert review["status"] == {
+        "userInfo": {"username": "alice", "groups": ["devs", "system:authenticated"]}
+    }
+    impersonated = as_user(kubeconfig, "bob", "auth", "whoami", groups=("ops",))
+    assert impersonated.stdout.split() == [
+        "ATTRIBUTE", "VALUE", "Username", "bob", "Groups", "[ops", "system:authenticated]"
+    ]  # fmt: skip
+
+
+def test_a_percent_escaped_name_addresses_the_same_object(cluster: Cluster) -> None:
+    """RBAC names often hold colons; clients may escape them (Go decodes the path first)."""
+    kube = Kube.connect(ConnectionOptions(kubeconfig=str(cluster.kubeconfig)))
+    escaped = kube.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/system%3Abasic-user")
+    plain = kube.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/system:basic-user")
+    assert escaped["metadata"]["name"] == plain["metadata"]["name"] == "system:basic-user"

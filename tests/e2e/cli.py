@@ -9,6 +9,7 @@ is made by hand, as the controller would have made it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -17,18 +18,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from accurate_testbed.cluster import Cluster
+from accurate_testbed.manifests import MANIFESTS
+from libaccurate import subnamespaces
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_PROPAGATE,
     CREATED_BY_VALUE,
     FIELD_MANAGER,
-    GROUP,
     LABEL_CREATED_BY,
     LABEL_PARENT,
     LABEL_TEMPLATE,
     LABEL_TYPE,
-    SUBNAMESPACE_PLURAL,
     TYPE_ROOT,
     TYPE_TEMPLATE,
 )
@@ -75,10 +78,6 @@ def failed(result: subprocess.CompletedProcess[str], code: int = 1) -> str:
     return result.stderr
 
 
-def subnamespaces_path(parent: str, name: str | None = None) -> str:
-    return resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL, parent, name)
-
-
 class World:
     """Namespaces, SubNamespaces and propagated objects for one test, read back through the API."""
 
@@ -90,11 +89,7 @@ class World:
         return run_plugin(*args, kubeconfig=self.cluster.kubeconfig, **kwargs)
 
     def namespace(self, prefix: str, labels: Mapping[str, str] | None = None) -> str:
-        name = namespace(self.cluster, prefix, dict(labels or {}))
-        # Runs before the namespace's own deletion: without a controller, nothing would remove
-        # the finalizer of a SubNamespace in it, and the namespace would never go away.
-        self.cluster.on_cleanup(lambda: self._release_subnamespaces(name))
-        return name
+        return namespace(self.cluster, prefix, dict(labels or {}))
 
     def root(self, prefix: str = "root") -> str:
         return self.namespace(prefix, {LABEL_TYPE: TYPE_ROOT})
@@ -123,13 +118,9 @@ class World:
     def create_subnamespace(
         self, parent: str, name: str, spec: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
-        body = {
-            "apiVersion": f"{GROUP}/v2",
-            "kind": "SubNamespace",
-            "metadata": {"name": name},
-            "spec": dict(spec or {}),
-        }
-        return self.kube.create(subnamespaces_path(parent), body)
+        body = subnamespaces.build(parent, name)
+        body["spec"] = dict(spec or {})
+        return self.kube.create(subnamespaces.path(parent), body)
 
     def role(self, namespace: str, name: str, mode: str = "", source: str = "") -> dict[str, Any]:
         """A Role, a propagation source in ``mode``, or a copy when ``source`` is given."""
@@ -150,12 +141,14 @@ class World:
         return self.kube.get(resource_path("", "v1", "namespaces", name=name))
 
     def labels(self, name: str) -> dict[str, str]:
+        """The namespace's labels but those the server and the test suite put on every one."""
         labels = self.get_namespace(name)["metadata"].get("labels") or {}
-        return {k: v for k, v in labels.items() if k != "kubernetes.io/metadata.name"}
+        hidden = {"kubernetes.io/metadata.name", *self.cluster.labels}
+        return {k: v for k, v in labels.items() if k not in hidden}
 
     def subnamespace(self, parent: str, name: str) -> dict[str, Any] | None:
         try:
-            return self.kube.get(subnamespaces_path(parent, name))
+            return self.kube.get(subnamespaces.path(parent, name))
         except ApiError as error:
             if error.not_found:
                 return None
@@ -167,21 +160,25 @@ class World:
         found: dict[str, Any] = {}
         for name in namespaces:
             found[name] = self.get_namespace(name)["metadata"]["resourceVersion"]
-            for sub in self.kube.list_objects(subnamespaces_path(name)).get("items") or []:
+            for sub in self.kube.list_objects(subnamespaces.path(name)).get("items") or []:
                 found[f"{name}/{sub['metadata']['name']}"] = sub["metadata"]["resourceVersion"]
         return found
 
-    def _release_subnamespaces(self, name: str) -> None:
+
+def install_subnamespace_roles(cluster: Cluster, kube: Kube) -> None:
+    """The SubNamespace roles Accurate ships, aggregated into ``admin``, ``edit`` and ``view``,
+    unless the cluster has them already; removed after the test if installed here."""
+    path = resource_path("rbac.authorization.k8s.io", "v1", "clusterroles")
+    text = (MANIFESTS / "rbac" / "subnamespace_roles.yaml").read_text()
+    for role in yaml.safe_load_all(text):
+        name = role["metadata"]["name"]
         try:
-            items = self.kube.list_objects(subnamespaces_path(name)).get("items") or []
+            kube.get(f"{path}/{name}")
         except ApiError as error:
-            if error.not_found:
-                return
-            raise
-        for sub in items:
-            if sub["metadata"].get("finalizers"):
-                path = subnamespaces_path(name, sub["metadata"]["name"])
-                self.kube.patch(path, {"metadata": {"finalizers": None}})
+            if not error.not_found:
+                raise
+            kube.create(path, role)
+            cluster.on_cleanup(functools.partial(kube.delete, f"{path}/{name}"))
 
 
 def field(output: str, label: str) -> str:

@@ -5,9 +5,12 @@ tests/conftest.py registers these fixtures for every test:
 
 - ``controllers``: starts controller processes (``start``) or runs one to its exit (``run``);
   every process still running is stopped with SIGTERM after the test;
-- ``scene``: namespaces and SubNamespaces with names unique to the test. On a real cluster its
-  cleanup removes everything the test made, also the namespaces the controller made, once the
-  controller is gone: it lets go of SubNamespace finalizers nobody would remove any more.
+- ``shared_controller``: ``shared_controller(config)`` makes sure a controller with that config
+  runs, keeping the one an earlier test of the module started (SharedController);
+- ``scene``: namespaces and SubNamespaces with names unique to the test, the namespaces with the
+  test's labels. The controllers started here pass those labels on to the namespaces they make
+  (their config's ``labelKeys`` gets them), so the run's webhooks serve those too and the end of
+  the test removes them with the rest (accurate_testbed.leftovers).
 
 The controller's log goes to a file; it is printed when the controller is stopped, so that a
 failing test shows it.
@@ -19,25 +22,22 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from accurate_testbed.cluster import Cluster
+from accurate_testbed.cluster import SUITE_LABEL_KEYS, Cluster
 from accurate_testbed.objects import namespace_manifest
 from accurate_testbed.processes import Process, environment, launch
 from accurate_testbed.waiting import wait_for
-from libaccurate.constants import (
-    GROUP,
-    LABEL_TYPE,
-    SUBNAMESPACE_PLURAL,
-    TYPE_ROOT,
-)
-from libaccurate.forest import Forest
+from libaccurate import subnamespaces
+from libaccurate.constants import LABEL_TYPE, TYPE_ROOT
 from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.subnamespaces import path as subnamespaces_path
+from tests.e2e.tally import CONTROLLERS, DELETIONS, count
 from tests.e2e.webhooks import connect, kubectl
 
 SCRIPTS = Path(sys.executable).parent
@@ -60,11 +60,15 @@ FAST_LEASE = (
 
 
 class Controllers:
-    """Starts controllers against ``cluster`` with a config file of the test's choice."""
+    """Starts controllers against ``cluster`` with a config file of the test's choice; a
+    controller some earlier test shared (``pool``) stops first, as two would fight."""
 
-    def __init__(self, cluster: Cluster, folder: Path) -> None:
+    def __init__(
+        self, cluster: Cluster, folder: Path, pool: SharedController | None = None
+    ) -> None:
         self.cluster = cluster
         self.folder = folder
+        self.pool = pool
         self.started: list[Process] = []
 
     def config_file(self, document: Mapping[str, Any] | str) -> Path:
@@ -92,10 +96,13 @@ class Controllers:
     ) -> Process:
         """A controller with ``config`` and flags ``extra`` (fast resyncs by default), leader
         election only when ``lease_namespace`` is given; waits until it is ready."""
+        if self.pool is not None:
+            self.pool.stop()
         flags = [*FAST, *(FAST_LEASE if lease_namespace else ("--no-leader-election",)), *extra]
         log = self.folder / f"controller-{len(self.started)}.log"
         env = environment(**({"POD_NAMESPACE": lease_namespace} if lease_namespace else {}))
-        running = launch(self.arguments(config), flags, log, env)
+        running = launch(self.arguments(passing_on_suite_labels(config)), flags, log, env)
+        count(CONTROLLERS)
         process = running.process
         self.started.append(running)
         if wait:
@@ -112,6 +119,7 @@ class Controllers:
         self, config: Mapping[str, Any] | str, *extra: str, env: Mapping[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
         """Run a controller expected to stop by itself (a startup failure)."""
+        count(CONTROLLERS)
         return subprocess.run(
             self.arguments(config, *extra),
             env=environment(**(env or {})),
@@ -122,23 +130,109 @@ class Controllers:
         )
 
     def stop_all(self) -> None:
+        """Stop every controller, after taking away the webhook configurations that may point
+        at one of them."""
+        self.cluster.withdraw_webhooks()
         for running in self.started:
             if running.process.poll() is None:
                 running.stop()
+        self.show_logs()
+
+    def show_logs(self) -> None:
+        """Print the controllers' logs, which pytest shows when the test failed."""
+        for running in self.started:
             print(f"--- {running.log.name} ---\n{running.output()}")
 
 
+class SharedController:
+    """One controller with the default flags, kept running from one test to the next while
+    they ask for the same config: a real cluster takes seconds to start one, and most tests
+    only need one to be there. A test that shares it must not depend on it being new (its
+    metrics and log hold earlier tests' work too). The ``shared_controller`` fixture hands it
+    out; it stops when a test starts a controller of its own, and at the end of each module."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.config: Mapping[str, Any] | str | None = None
+        self.running: Controllers | None = None
+
+    def start(self, cluster: Cluster, config: Mapping[str, Any] | str = "") -> Controllers:
+        """The running controller's starter if its config is ``config``, else a new one's."""
+        if self.running is None or self.config != config or not self._alive(self.running):
+            self.stop()
+            self.running = Controllers(cluster, self.folder)
+            self.running.start(config)
+            self.config = config
+        return self.running
+
+    def stop(self) -> None:
+        if self.running is not None:
+            for process in self.running.started:
+                process.stop()
+            self.running, self.config = None, None
+
+    @staticmethod
+    def _alive(running: Controllers) -> bool:
+        return all(process.process.poll() is None for process in running.started)
+
+
+def passing_on_suite_labels(config: Mapping[str, Any] | str) -> Mapping[str, Any] | str:
+    """``config`` with the test suite's labels among the ``labelKeys``, so the namespaces the
+    controller makes are the test's own too; a config that is no mapping is left as it is."""
+    document = yaml.safe_load(config) if isinstance(config, str) else dict(config)
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        return config
+    keys = list(document.get("labelKeys") or [])
+    return {**document, "labelKeys": [*keys, SUITE_LABEL_KEYS]}
+
+
+@pytest.fixture(scope="session")
+def _controller_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedController]:
+    pool = SharedController(tmp_path_factory.mktemp("shared-controller"))
+    try:
+        yield pool
+    finally:
+        pool.stop()
+
+
+@pytest.fixture(scope="module")
+def _module_controller(_controller_pool: SharedController) -> Iterator[SharedController]:
+    """The shared controller, stopped at the end of the module: tests elsewhere may expect no
+    controller at all."""
+    try:
+        yield _controller_pool
+    finally:
+        _controller_pool.stop()
+
+
 @pytest.fixture
-def controllers(cluster: Cluster, subnamespace_crd: None, tmp_path: Path) -> Iterator[Controllers]:
-    started = Controllers(cluster, tmp_path)
+def controllers(
+    cluster: Cluster, subnamespace_crd: None, tmp_path: Path, _controller_pool: SharedController
+) -> Iterator[Controllers]:
+    started = Controllers(cluster, tmp_path, _controller_pool)
     try:
         yield started
     finally:
         started.stop_all()
 
 
-def subnamespaces_path(parent: str, name: str | None = None) -> str:
-    return resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL, parent, name)
+@pytest.fixture
+def shared_controller(
+    cluster: Cluster, subnamespace_crd: None, _module_controller: SharedController
+) -> Iterator[Callable[..., Process]]:
+    """``shared_controller(config)``: make sure a controller with ``config`` (default flags)
+    runs, started anew only when the last one had another config (see SharedController)."""
+    used: list[Controllers] = []
+
+    def start(config: Mapping[str, Any] | str = "") -> Process:
+        used.append(_module_controller.start(cluster, config))
+        return used[-1].started[0]
+
+    yield start
+    for running in used:
+        running.show_logs()
 
 
 class Scene:
@@ -148,7 +242,6 @@ class Scene:
         self.cluster = cluster
         self.kube: Kube = connect(cluster)
         self.suffix = uuid.uuid4().hex[:6]
-        cluster.on_cleanup(self._cleanup)
 
     def name(self, prefix: str) -> str:
         return f"{prefix}-{self.suffix}"
@@ -168,7 +261,8 @@ class Scene:
 
     def namespace(self, prefix: str, labels: Mapping[str, str] | None = None) -> str:
         name = self.name(prefix)
-        self.kubectl("apply", "-f", "-", stdin=namespace_manifest(name, labels))
+        manifest = namespace_manifest(name, self.cluster.own(labels))
+        self.kubectl("apply", "-f", "-", stdin=manifest)
         return name
 
     def root(self, prefix: str = "root", labels: Mapping[str, str] | None = None) -> str:
@@ -184,7 +278,7 @@ class Scene:
         """Ask for a sub-namespace with ``kubectl apply``; its name."""
         name = self.name(prefix)
         manifest = {
-            "apiVersion": f"{GROUP}/v2",
+            "apiVersion": subnamespaces.api_version(),
             "kind": "SubNamespace",
             "metadata": {"name": name, "namespace": parent},
             "spec": {"labels": dict(labels or {}), "annotations": dict(annotations or {})},
@@ -222,36 +316,23 @@ class Scene:
     def wait(self, condition: Any, what: str, timeout: float = CONVERGE) -> Any:
         return wait_for(condition, timeout, what)
 
+    def delete_namespace(self, name: str) -> None:
+        """``kubectl delete namespace``, which waits until it is gone: seconds on a real cluster,
+        so only for tests about deletion."""
+        count(DELETIONS)
+        self.kubectl("delete", "namespace", name)
+
+    def wait_gone(self, name: str) -> None:
+        """Wait until namespace ``name`` is gone (see ``delete_namespace``)."""
+        count(DELETIONS)
+        self.wait(lambda: self.ns(name) is None, f"namespace {name} to go")
+
     def ready(self, parent: str, name: str) -> bool:
         return (self.condition(parent, name, "Ready") or {}).get("status") == "True"
 
     def settle(self, parent: str, name: str) -> None:
         """Wait until SubNamespace ``parent/name`` is Ready."""
         self.wait(lambda: self.ready(parent, name), f"SubNamespace {parent}/{name} to be Ready")
-
-    def _cleanup(self) -> None:
-        """Delete every namespace of the test, deepest first, after letting go of the
-        finalizers of SubNamespaces in them (no controller runs any more)."""
-        mine = [
-            ns
-            for ns in self.kube.list_objects(NAMESPACES).get("items") or []
-            if ns["metadata"]["name"].endswith(f"-{self.suffix}")
-        ]
-        for ns in mine:
-            for sub in self.kube.list_objects(subnamespaces_path(ns["metadata"]["name"]))["items"]:
-                if sub["metadata"].get("finalizers"):
-                    path = subnamespaces_path(ns["metadata"]["name"], sub["metadata"]["name"])
-                    self.kube.patch(path, {"metadata": {"finalizers": None}})
-        for name in reversed(Forest.build(mine).top_down()):
-            try:
-                self.kube.delete(resource_path("", "v1", "namespaces", name=name))
-            except ApiError as error:
-                if not (error.not_found or error.code == 409):
-                    raise
-        paths = [resource_path("", "v1", "namespaces", name=ns["metadata"]["name"]) for ns in mine]
-        wait_for(
-            lambda: all(self.get(path) is None for path in paths), 120, "the test's namespaces"
-        )
 
 
 @pytest.fixture

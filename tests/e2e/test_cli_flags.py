@@ -4,15 +4,18 @@ plugin run through kubectl and as ``kubectl-accurate`` directly."""
 from __future__ import annotations
 
 import copy
+import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.processes import free_port
-from libaccurate.constants import LABEL_PARENT
+from libaccurate.constants import GROUP, LABEL_PARENT
 from tests.e2e.cli import World, failed, run_plugin, succeeded
 
 COMMANDS = (
@@ -33,6 +36,7 @@ COMMANDS = (
     ("sub", "graft"),
     ("sub", "cut"),
     ("completion",),
+    ("help",),
 )
 
 
@@ -113,11 +117,24 @@ def test_kubectl_accurate_runs_directly_too(cluster: Cluster, tree: tuple[str, s
     assert succeeded(direct) == f"{root}\n└── {sub}\n"
 
 
+@pytest.mark.parametrize("flag", ["--help", "-h"])
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: "-".join(c) or "root")
-def test_every_command_has_help_with_an_example(command: tuple[str, ...]) -> None:
-    output = succeeded(run_plugin(*command, "--help", kubeconfig=None))
+def test_every_command_has_help_with_an_example(command: tuple[str, ...], flag: str) -> None:
+    output = succeeded(run_plugin(*command, flag, kubeconfig=None))
     assert output.startswith(f"Usage: kubectl accurate {' '.join(command)}".rstrip())
     assert "Example" in output
+
+
+@pytest.mark.parametrize("command", [(), ("sub",), ("sub", "create"), ("ns", "describe")])
+def test_help_shows_what_dash_dash_help_shows(command: tuple[str, ...]) -> None:
+    shown = succeeded(run_plugin("help", *command, kubeconfig=None))
+    assert shown == succeeded(run_plugin(*command, "--help", kubeconfig=None))
+
+
+def test_help_on_an_unknown_command_says_so() -> None:
+    assert failed(run_plugin("help", "sub", "branch", kubeconfig=None)) == (
+        "error: unknown command 'kubectl accurate sub branch'; see 'kubectl accurate --help'\n"
+    )
 
 
 def test_version() -> None:
@@ -129,6 +146,42 @@ def test_usage_errors_exit_with_2() -> None:
     assert "Missing argument 'PARENT'" in failed(
         run_plugin("sub", "create", "x", kubeconfig=None), code=2
     )
+
+
+@pytest.mark.parametrize(
+    ("shell", "hook"),
+    [
+        ("bash", "complete -o nosort -F"),
+        ("zsh", "compdef"),
+        ("fish", "complete --no-files --command kubectl-accurate"),
+        ("powershell", "Register-ArgumentCompleter -Native -CommandName 'kubectl-accurate'"),
+    ],
+)
+def test_completion_scripts_for_every_shell(shell: str, hook: str) -> None:
+    script = succeeded(run_plugin("completion", shell, kubeconfig=None))
+    assert hook in script
+    assert "_KUBECTL_ACCURATE_COMPLETE" in script
+
+
+def test_powershell_completion_asks_the_plugin(cluster: Cluster, tree: tuple[str, str]) -> None:
+    """What the PowerShell script does on Tab: the line so far and the word being typed."""
+    root = tree[0]
+    completed = run_plugin(
+        kubeconfig=cluster.kubeconfig,
+        direct=True,
+        COMP_LINE=f"kubectl-accurate ns describe {root[:-3]}",
+        COMP_INCOMPLETE=root[:-3],
+        _KUBECTL_ACCURATE_COMPLETE="powershell_complete",
+    )
+    assert succeeded(completed).splitlines() == [root]
+    commands = run_plugin(
+        kubeconfig=None,
+        direct=True,
+        COMP_LINE="kubectl-accurate su",
+        COMP_INCOMPLETE="su",
+        _KUBECTL_ACCURATE_COMPLETE="powershell_complete",
+    )
+    assert succeeded(commands).splitlines() == ["sub", "sudo"]
 
 
 def test_shell_completion(cluster: Cluster, tree: tuple[str, str]) -> None:
@@ -145,3 +198,24 @@ def test_shell_completion(cluster: Cluster, tree: tuple[str, str]) -> None:
     )
     assert succeeded(completed).splitlines() == [f"plain,{root}"]
     assert sub not in completed.stdout
+
+
+def test_discovery_is_one_request_cached_where_kubectl_caches(
+    cluster: Cluster, apiserver: ApiServer, subnamespace_crd: None, tmp_path: Path
+) -> None:
+    """The SubNamespace version is asked once (the API group's discovery document) and kept
+    under --cache-dir, else $KUBECACHEDIR, in kubectl's per-server folder."""
+    world = World(cluster)
+    root = world.root()
+    server = yaml.safe_load(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    folder = server.removeprefix("https://").replace(":", "_")
+    cached = Path("discovery", folder, GROUP, "kubectl-accurate-versions.json")
+    apiserver.clear_requests()
+    for name in ("dev", "prod"):
+        create = ("sub", "create", name, root, "--cache-dir", str(tmp_path / "mine"))
+        assert succeeded(world.run(*create)).startswith("created")
+    assert [r.path for r in apiserver.requests].count(f"/apis/{GROUP}") == 1
+    assert json.loads((tmp_path / "mine" / cached).read_text()) == {"version": "v2"}
+    assert not (Path(os.environ["KUBECACHEDIR"]) / cached).exists()
+    assert succeeded(world.run("sub", "create", "test", root)).startswith("created")
+    assert (Path(os.environ["KUBECACHEDIR"]) / cached).is_file()

@@ -3,8 +3,10 @@ kubectl on roots, templates and SubNamespaces, carried down by the controller pr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from accurate_testbed.processes import Process
 from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE, TYPE_TEMPLATE
 from tests.e2e.controller import Controllers, Scene
 
@@ -18,9 +20,9 @@ CONFIG: dict[str, Any] = {
 
 
 def test_matching_keys_flow_down_every_level_and_follow_changes(
-    controllers: Controllers, scene: Scene
+    shared_controller: Callable[..., Process], scene: Scene
 ) -> None:
-    controllers.start(CONFIG)
+    shared_controller(CONFIG)
     root = scene.root(labels={"team": "a", "foo.bar/baz": "b", "x.glob/y": "c", "other": "d"})
     scene.kubectl("annotate", "namespace", root, "team=a", "note=not-inherited")
     child = scene.subnamespace(root, "child")
@@ -54,9 +56,9 @@ def test_matching_keys_flow_down_every_level_and_follow_changes(
 
 
 def test_subnamespace_spec_labels_land_on_the_namespace(
-    controllers: Controllers, scene: Scene
+    shared_controller: Callable[..., Process], scene: Scene
 ) -> None:
-    controllers.start(CONFIG)
+    shared_controller(CONFIG)
     root = scene.root(labels={"team": "root-team"})
     sub = scene.subnamespace(
         root, "sub", labels={"app": "web", "team": "own", "ignored": "x"}, annotations={"note": "n"}
@@ -84,9 +86,9 @@ def test_subnamespace_spec_labels_land_on_the_namespace(
 
 
 def test_a_moved_namespace_takes_the_new_parents_values(
-    controllers: Controllers, scene: Scene
+    shared_controller: Callable[..., Process], scene: Scene
 ) -> None:
-    controllers.start(CONFIG)
+    shared_controller(CONFIG)
     first = scene.root("first", labels={"team": "first"})
     second = scene.root("second", labels={"team": "second"})
     grafted = scene.namespace("grafted", {LABEL_PARENT: first})
@@ -96,8 +98,10 @@ def test_a_moved_namespace_takes_the_new_parents_values(
     scene.wait(lambda: scene.labels(grafted).get("team") == "second", "the second parent's values")
 
 
-def test_template_chains_and_labels_set_by_hand(controllers: Controllers, scene: Scene) -> None:
-    controllers.start(CONFIG)
+def test_template_chains_and_labels_set_by_hand(
+    shared_controller: Callable[..., Process], scene: Scene
+) -> None:
+    shared_controller(CONFIG)
     base = scene.namespace("base", {LABEL_TYPE: TYPE_TEMPLATE, "foo.bar/baz": "base"})
     middle = scene.namespace("middle", {LABEL_TYPE: TYPE_TEMPLATE, LABEL_TEMPLATE: base})
     scene.kubectl("label", "namespace", middle, "x.glob/y=middle")

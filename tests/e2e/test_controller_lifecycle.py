@@ -3,13 +3,16 @@ kubectl, namespaces made and deleted by the controller process."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from accurate_testbed.processes import Process
 from libaccurate.constants import (
     CREATED_BY_VALUE,
     FINALIZER,
     LABEL_CREATED_BY,
     LABEL_PARENT,
 )
-from tests.e2e.controller import Controllers, Scene
+from tests.e2e.controller import Scene
 
 
 def stalled(scene: Scene, parent: str, name: str) -> bool:
@@ -22,9 +25,9 @@ def ready(scene: Scene, parent: str, name: str) -> bool:
 
 
 def test_a_subnamespace_gets_its_namespace_and_takes_it_away(
-    controllers: Controllers, scene: Scene
+    shared_controller: Callable[..., Process], scene: Scene
 ) -> None:
-    controllers.start()
+    shared_controller()
     root = scene.root()
     sub = scene.subnamespace(root, "sub")
     scene.kubectl(
@@ -41,13 +44,13 @@ def test_a_subnamespace_gets_its_namespace_and_takes_it_away(
 
     scene.kubectl("delete", "subnamespace", sub, "-n", root, "--wait=false")
     scene.wait(lambda: scene.sub(root, sub) is None, "the SubNamespace to go")
-    scene.wait(lambda: scene.ns(sub) is None, "the namespace to go")
+    scene.wait_gone(sub)
 
 
 def test_a_namespace_of_that_name_is_never_touched_and_then_taken_over(
-    controllers: Controllers, scene: Scene
+    shared_controller: Callable[..., Process], scene: Scene
 ) -> None:
-    controllers.start()
+    shared_controller()
     root = scene.root()
     taken = scene.namespace("taken", {"team": "other"})
     before = scene.ns(taken)
@@ -64,7 +67,7 @@ def test_a_namespace_of_that_name_is_never_touched_and_then_taken_over(
 
     scene.subnamespace(root, "taken")
     scene.wait(lambda: stalled(scene, root, taken), "Stalled/Conflict again")
-    scene.kubectl("delete", "namespace", taken)
+    scene.delete_namespace(taken)
     scene.wait(lambda: scene.labels(taken).get(LABEL_PARENT) == root, "the namespace made anew")
     scene.wait(lambda: ready(scene, root, taken), "Ready")
     assert scene.condition(root, taken, "Stalled") is None
@@ -72,9 +75,9 @@ def test_a_namespace_of_that_name_is_never_touched_and_then_taken_over(
 
 
 def test_a_second_subnamespace_of_the_same_name_waits_for_the_first(
-    controllers: Controllers, scene: Scene
+    shared_controller: Callable[..., Process], scene: Scene
 ) -> None:
-    controllers.start()
+    shared_controller()
     first, second = scene.root("first"), scene.root("second")
     name = scene.subnamespace(first, "shared")
     scene.wait(lambda: ready(scene, first, name), "the first to be Ready")
@@ -89,15 +92,15 @@ def test_a_second_subnamespace_of_the_same_name_waits_for_the_first(
 
 
 def test_a_deleted_subnamespace_namespace_comes_back(
-    controllers: Controllers, scene: Scene
+    shared_controller: Callable[..., Process], scene: Scene
 ) -> None:
-    controllers.start()
+    shared_controller()
     root = scene.root()
     sub = scene.subnamespace(root, "sub")
     scene.wait(lambda: ready(scene, root, sub), "Ready")
     uid = (scene.ns(sub) or {})["metadata"]["uid"]
 
-    scene.kubectl("delete", "namespace", sub)
+    scene.delete_namespace(sub)
 
     def remade() -> bool:
         found = scene.ns(sub) or {"metadata": {}}

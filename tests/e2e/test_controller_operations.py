@@ -102,7 +102,8 @@ def test_only_the_leader_writes_and_another_takes_over(
 def test_sigkill_in_the_middle_of_a_fan_out(controllers: Controllers, scene: Scene) -> None:
     root = scene.root()
     children = [scene.name(f"c{i:02}") for i in range(20)]
-    manifests = [namespace_manifest(name, {LABEL_PARENT: root}) for name in children]
+    labels = scene.cluster.own({LABEL_PARENT: root})
+    manifests = [namespace_manifest(name, labels) for name in children]
     scene.apply(*manifests)
     scene.kubectl(
         "apply", "-f", "-", stdin=secret(children[0], "unrelated", None, {"value": "mine"})
@@ -216,7 +217,8 @@ def test_a_cluster_the_go_accurate_managed_is_left_as_it_is(
     root = scene.root()
     child = scene.name("child")
     kube = scene.kube
-    labels = {LABEL_PARENT: root, LABEL_CREATED_BY: CREATED_BY_VALUE}
+    # The Go controller passed the test's labels on to the namespace too, as ours does.
+    labels = scene.cluster.own({LABEL_PARENT: root, LABEL_CREATED_BY: CREATED_BY_VALUE})
     namespaces = resource_path("", "v1", "namespaces")
     kube.create(namespaces, namespace_manifest(child, labels), fieldManager=FIELD_MANAGER)
     kube.apply(f"{namespaces}/{child}", namespace_manifest(child, labels), FIELD_MANAGER)

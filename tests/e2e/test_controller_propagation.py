@@ -4,9 +4,11 @@ made, replaced and deleted by the controller process."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from accurate_testbed.objects import secret, secret_data
+from accurate_testbed.processes import Process
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_GENERATED,
@@ -75,9 +77,9 @@ def tree(scene: Scene) -> tuple[str, str, str]:
 
 
 def test_create_mode_copies_reach_every_level_and_are_left_alone(
-    controllers: Controllers, scene: Scene
+    shared_controller: Callable[..., Process], scene: Scene
 ) -> None:
-    controllers.start(CONFIG)
+    shared_controller(CONFIG)
     root, child, grandchild = tree(scene)
     scene.kubectl("apply", "-f", "-", stdin=role(root, "viewer", "create", [rule("get")]))
     scene.kubectl("apply", "-f", "-", stdin=role(root, "private", None, [rule("get")]))
@@ -103,9 +105,9 @@ def test_create_mode_copies_reach_every_level_and_are_left_alone(
 
 
 def test_update_mode_copies_follow_their_source_and_go_with_it(
-    controllers: Controllers, scene: Scene
+    shared_controller: Callable[..., Process], scene: Scene
 ) -> None:
-    controllers.start(CONFIG)
+    shared_controller(CONFIG)
     root, child, grandchild = tree(scene)
     scene.kubectl("apply", "-f", "-", stdin=secret(root, "token", "update", {"a": "1", "b": "2"}))
     scene.kubectl(
@@ -162,9 +164,9 @@ def events_about(scene: Scene, namespace: str, name: str) -> list[tuple[str, str
 
 
 def test_copying_is_told_once_per_source_and_once_per_new_namespace(
-    controllers: Controllers, scene: Scene
+    shared_controller: Callable[..., Process], scene: Scene
 ) -> None:
-    running = controllers.start(CONFIG)
+    running = shared_controller(CONFIG)
     root, child, grandchild = tree(scene)
     scene.kubectl("apply", "-f", "-", stdin=secret(root, "token", "update", {"a": "1"}))
     copied = f"copied to 2 namespaces: {', '.join(sorted([child, grandchild]))}"
@@ -194,9 +196,9 @@ def test_copying_is_told_once_per_source_and_once_per_new_namespace(
 
 
 def test_excluded_labels_and_annotations_stay_behind(
-    controllers: Controllers, scene: Scene
+    shared_controller: Callable[..., Process], scene: Scene
 ) -> None:
-    controllers.start(CONFIG)
+    shared_controller(CONFIG)
     root = scene.root()
     child = scene.subnamespace(root, "child")
     scene.settle(root, child)
@@ -212,9 +214,9 @@ def test_excluded_labels_and_annotations_stay_behind(
 
 
 def test_templates_give_objects_to_instances_until_unset(
-    controllers: Controllers, scene: Scene
+    shared_controller: Callable[..., Process], scene: Scene
 ) -> None:
-    controllers.start(CONFIG)
+    shared_controller(CONFIG)
     base = scene.namespace("base", {LABEL_TYPE: TYPE_TEMPLATE})
     middle = scene.namespace("middle", {LABEL_TYPE: TYPE_TEMPLATE, LABEL_TEMPLATE: base})
     instance = scene.namespace("instance", {LABEL_TEMPLATE: middle})
@@ -238,9 +240,9 @@ def test_templates_give_objects_to_instances_until_unset(
 
 
 def test_moved_and_cut_namespaces_swap_their_update_mode_copies(
-    controllers: Controllers, scene: Scene
+    shared_controller: Callable[..., Process], scene: Scene
 ) -> None:
-    controllers.start(CONFIG)
+    shared_controller(CONFIG)
     first, second = scene.root("first"), scene.root("second")
     scene.kubectl("apply", "-f", "-", stdin=secret(first, "from-first", "update", {"k": "1"}))
     scene.kubectl("apply", "-f", "-", stdin=secret(second, "from-second", "update", {"k": "2"}))
@@ -303,8 +305,10 @@ def test_user_objects_are_replaced_in_update_mode_only(
     assert secret_data(get(scene, "Secret", child, "original")) == {"k": "mine"}
 
 
-def test_service_accounts_and_role_bindings(controllers: Controllers, scene: Scene) -> None:
-    controllers.start(CONFIG)
+def test_service_accounts_and_role_bindings(
+    shared_controller: Callable[..., Process], scene: Scene
+) -> None:
+    shared_controller(CONFIG)
     root = scene.root()
     child = scene.subnamespace(root, "child")
     scene.settle(root, child)

@@ -63,12 +63,10 @@ def lagging(
         lambda path, allowed, _: calls.append((path, allowed)),
     )
     server.start()
-    # Namespaces are deleted after the test, which needs the webhooks still answering.
-    cluster.on_cleanup(server.stop)
     register_webhooks(cluster, f"https://127.0.0.1:{server.port}", webhook_ca)
     yield cache, calls
-    if not cluster.is_real:
-        server.stop()
+    cluster.withdraw_webhooks()
+    server.stop()
 
 
 def subnamespace(parent: str, name: str) -> tuple[str, dict[str, Any]]:
@@ -97,12 +95,6 @@ def test_a_move_deletes_the_old_subnamespace_however_stale_the_cache(
     moved = namespace(cluster, "moved", {LABEL_PARENT: parents[0]})
     namespace(cluster, "child", {LABEL_PARENT: moved})
     kube.create(*subnamespace(parents[0], moved))
-
-    def clean_up() -> None:
-        for parent in parents:
-            let_go(kube, parent, moved)
-
-    cluster.on_cleanup(clean_up)
 
     for round in range(ROUNDS):
         old, new = parents[round % 2], parents[(round + 1) % 2]

@@ -12,13 +12,10 @@ import pytest
 from accurate_testbed.cluster import Cluster
 from controller.webhook import VALIDATE_NAMESPACE_PATH
 from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE, TYPE_ROOT, TYPE_TEMPLATE
-from libaccurate.kube import resource_path
 from tests.e2e.webhooks import (
     Webhooks,
     assert_denied_by,
     assert_done,
-    connect,
-    delete_and_wait,
     kubectl,
     namespace,
 )
@@ -37,14 +34,10 @@ def template(name: str) -> dict[str, str]:
 
 
 def create(cluster: Cluster, name: str, labels: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``kubectl create`` a namespace; one that gets created is cleaned up on a real cluster."""
-    metadata = {"name": name, "labels": labels}
+    """``kubectl create`` a namespace of the test's own."""
+    metadata = {"name": name, "labels": cluster.own(labels)}
     manifest = {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
-    result = kubectl(cluster, "create", "-f", "-", stdin=manifest)
-    if result.returncode == 0:
-        path = resource_path("", "v1", "namespaces", name=name)
-        cluster.on_cleanup(lambda: delete_and_wait(connect(cluster), path))
-    return result
+    return kubectl(cluster, "create", "-f", "-", stdin=manifest)
 
 
 def label(cluster: Cluster, name: str, *changes: str) -> subprocess.CompletedProcess[str]:

@@ -13,14 +13,12 @@ from typing import Any
 from accurate_testbed.cluster import Cluster
 from libaccurate.config import NamingPolicy
 from libaccurate.constants import FINALIZER, GROUP, LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
-from libaccurate.kube import ApiError, resource_path
 from tests.e2e.webhooks import (
     NAMESPACES,
     Webhooks,
     assert_denied_by,
     assert_done,
     connect,
-    delete_and_wait,
     kubectl,
     namespace,
 )
@@ -32,29 +30,14 @@ assert_denied = functools.partial(assert_denied_by, "vsubnamespace.accurate.cybo
 def create(
     cluster: Cluster, home: str, name: str, **spec: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
-    """``kubectl create`` a SubNamespace; one that gets created is cleaned up on a real
-    cluster (without a controller, its finalizer has to be removed by hand)."""
+    """``kubectl create`` a SubNamespace (the test's namespaces go with it)."""
     manifest = {
         "apiVersion": f"{GROUP}/v2",
         "kind": "SubNamespace",
         "metadata": {"name": name, "namespace": home},
         "spec": spec,
     }
-    result = kubectl(cluster, "create", "-f", "-", stdin=manifest)
-    if result.returncode == 0:
-        cluster.on_cleanup(lambda: forget(cluster, home, name))
-    return result
-
-
-def forget(cluster: Cluster, home: str, name: str) -> None:
-    kube = connect(cluster)
-    path = resource_path(GROUP, "v2", "subnamespaces", namespace=home, name=name)
-    try:
-        kube.patch(path, {"metadata": {"finalizers": None}})
-    except ApiError as error:
-        if not error.not_found:
-            raise
-    delete_and_wait(kube, path)
+    return kubectl(cluster, "create", "-f", "-", stdin=manifest)
 
 
 def get(cluster: Cluster, home: str, name: str) -> dict[str, Any]:
@@ -137,8 +120,9 @@ def _subnamespace_with_children(cluster: Cluster) -> tuple[str, str, str]:
     sub = cluster.unique("sub")
     assert_done(create(cluster, root, sub))
     kube = connect(cluster)
-    kube.create(NAMESPACES, {"metadata": {"name": sub, "labels": {LABEL_PARENT: root}}})
-    cluster.on_cleanup(lambda: delete_and_wait(kube, f"{NAMESPACES}/{sub}"))
+    kube.create(
+        NAMESPACES, {"metadata": {"name": sub, "labels": cluster.own({LABEL_PARENT: root})}}
+    )
     child = namespace(cluster, "child", {LABEL_PARENT: sub})
     return root, sub, child
 

@@ -3,7 +3,10 @@
 The registration is what the end-to-end suite does on a real cluster too: the webhook
 configurations and the CRD come from the rendered deploy manifests (same rules, same
 matchConditions), with each ``clientConfig`` pointed at ``https://127.0.0.1:<port>`` and the test
-CA instead of the in-cluster Service. tests/conftest.py registers these fixtures for every test:
+CA instead of the in-cluster Service, and a ``namespaceSelector`` on the run's label: a webhook
+of this run never sees anyone else's namespaces, even if the run dies and leaves it behind.
+The configurations are taken away before the server that answers them stops.
+tests/conftest.py registers these fixtures for every test:
 
 - ``webhooks``: the server, with the default flags, registered and answering;
 - ``start_webhooks(allow_cascading_deletion=..., naming_policies=..., manifests=...)``: the same
@@ -13,7 +16,6 @@ CA instead of the in-cluster Service. tests/conftest.py registers these fixtures
 
 from __future__ import annotations
 
-import functools
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -25,7 +27,7 @@ import pytest
 import trustme
 
 from accurate_testbed.certificates import ca_bundle, write_serving_pair
-from accurate_testbed.cluster import Cluster
+from accurate_testbed.cluster import RUN_LABEL, Cluster
 from accurate_testbed.kubectl import kubectl as run_kubectl
 from accurate_testbed.manifests import (
     CRDS,
@@ -90,21 +92,10 @@ def assert_done(result: subprocess.CompletedProcess[str]) -> None:
 
 
 def namespace(cluster: Cluster, prefix: str, labels: dict[str, str] | None = None) -> str:
-    """Create a namespace with a unique name; on a real cluster it is deleted after the test.
-
-    The cleanup waits until the namespace is gone: until then it still counts as a child of its
-    parent, whose own deletion (cleaned up next) the namespace webhook would refuse.
-    """
-    kube = connect(cluster)
+    """Create a namespace of the test's own with a unique name (removed after the test)."""
     name = cluster.unique(prefix)
-    kube.create(NAMESPACES, {"metadata": {"name": name, "labels": labels or {}}})
-    cluster.on_cleanup(lambda: delete_and_wait(kube, f"{NAMESPACES}/{name}"))
+    connect(cluster).create(NAMESPACES, {"metadata": {"name": name, "labels": cluster.own(labels)}})
     return name
-
-
-def delete_and_wait(kube: Kube, path: str) -> None:
-    _delete(kube, path)
-    wait_for(lambda: not _exists(kube, path), DELETION_TIMEOUT, f"deletion of {path}")
 
 
 @dataclass
@@ -128,18 +119,21 @@ def webhook_ca() -> trustme.CA:
 
 @pytest.fixture
 def subnamespace_crd(cluster: Cluster) -> None:
-    """Install the CRD from the manifests unless the cluster has it; wait until it is served."""
+    """Install the CRD from the manifests unless the cluster has it; wait until it is served.
+
+    One the run installs carries the run's label and stays until the run ends: removing it
+    after each test would take every SubNamespace with it, under the feet of a controller the
+    next test shares (accurate_testbed.leftovers removes it with the run's other leftovers).
+    """
     kube = connect(cluster)
-    try:
-        kube.get(f"{CRDS}/{SUBNAMESPACE_CRD_NAME}")
-    except ApiError as error:
-        if not error.not_found:
-            raise
+    path = f"{CRDS}/{SUBNAMESPACE_CRD_NAME}"
+    wait_for(lambda: not _being_deleted(kube, path), DELETION_TIMEOUT, "an earlier run's CRD")
+    if not _exists(kube, path):
         crd = subnamespace_crd_manifest()
+        crd["metadata"].setdefault("labels", {})[RUN_LABEL] = cluster.run
         # Only v2 is served, so no request needs conversion and the Service it names can
         # stay unreachable from here.
         kube.create(CRDS, crd)
-        cluster.on_cleanup(lambda: _delete(kube, f"{CRDS}/{SUBNAMESPACE_CRD_NAME}"))
     listing = resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL)
     wait_for(lambda: _exists(kube, listing), REGISTRATION_TIMEOUT, "the SubNamespace CRD")
 
@@ -171,17 +165,14 @@ def start_webhooks(
         )
         server.start()
         started.append(server)
-        # On a real cluster the test's own cleanups (run after this fixture is torn down)
-        # delete namespaces, which needs the webhooks still answering.
-        cluster.on_cleanup(server.stop)
         hooks = Webhooks(server, webhook_ca, cert_dir, calls)
         register_webhooks(cluster, hooks.url(), webhook_ca, manifests)
         return hooks
 
     yield start
-    if not cluster.is_real:
-        for server in started:
-            server.stop()
+    cluster.withdraw_webhooks()
+    for server in started:
+        server.stop()
 
 
 @pytest.fixture
@@ -194,18 +185,14 @@ def register_webhooks(
     cluster: Cluster, base_url: str, ca: trustme.CA, manifests: str = "default"
 ) -> None:
     """Register the manifests' webhook configurations for a server at ``base_url`` (trusted
-    through ``ca``), removed after the test, and wait until the API server calls them."""
+    through ``ca``) and wait until the API server calls them. They carry the test's labels (the
+    fixture that stops the server takes them away first) and see only the run's namespaces."""
     kube = connect(cluster)
     objects = render(MANIFESTS / manifests)
-    for configuration in registration(objects, base_url, ca_bundle(ca), cluster.unique("test")):
-        path = _configuration_path(configuration)
-        kube.create(path, configuration)
-        cluster.on_cleanup(functools.partial(_delete, kube, _object_path(path, configuration)))
+    bundle, suffix, scope = ca_bundle(ca), cluster.unique("test"), {RUN_LABEL: cluster.run}
+    for configuration in registration(objects, base_url, bundle, suffix, cluster.labels, scope):
+        kube.create(_configuration_path(configuration), configuration)
     _wait_until_effective(cluster, kube)
-
-
-def _object_path(collection: str, obj: dict[str, Any]) -> str:
-    return f"{collection}/{obj['metadata']['name']}"
 
 
 def _configuration_path(configuration: dict[str, Any]) -> str:
@@ -218,7 +205,9 @@ def _wait_until_effective(cluster: Cluster, kube: Kube) -> None:
     is refused, and a new SubNamespace gets the finalizer (server-side dry runs)."""
     probe = cluster.unique("probe")
     wait_for(
-        lambda: namespace_hook_answers(kube, probe), REGISTRATION_TIMEOUT, "the namespace webhook"
+        lambda: namespace_hook_answers(kube, probe, cluster.labels),
+        REGISTRATION_TIMEOUT,
+        "the namespace webhook",
     )
     root = namespace(cluster, "probe", {LABEL_TYPE: TYPE_ROOT})
     subnamespaces = resource_path(GROUP, "v2", SUBNAMESPACE_PLURAL, namespace=root)
@@ -240,6 +229,15 @@ def _exists(kube: Kube, path: str) -> bool:
             return False
         raise
     return True
+
+
+def _being_deleted(kube: Kube, path: str) -> bool:
+    try:
+        return bool(kube.get(path)["metadata"].get("deletionTimestamp"))
+    except ApiError as error:
+        if error.not_found:
+            return False
+        raise
 
 
 def _delete(kube: Kube, path: str) -> None:

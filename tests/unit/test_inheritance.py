@@ -173,3 +173,31 @@ def test_a_write_is_due_for_a_changed_value_an_unowned_key_or_an_owned_key_to_dr
     assert needs_write(ns("s", {"team": "a"}), Metadata({"team": "a"}, {}))
     assert needs_write(ns("s", {"team": "a"}, managed=owned), Metadata({}, {}))
     assert needs_write(ns("s", {"team": "a"}, managed=owned), Metadata({"team": "a"}, {"m": "1"}))
+
+
+def test_parent_and_created_by_set_by_an_update_need_no_write_when_their_values_are_right():
+    labels = {LABEL_PARENT: "root", LABEL_CREATED_BY: "accurate"}
+    by_update = [applied(list(labels), operation="Update")]
+    assert not needs_write(ns("s", labels, managed=by_update), Metadata(labels, {}))
+    assert not needs_write(ns("s", labels), Metadata(labels, {}))
+
+
+def test_parent_and_created_by_unowned_still_get_a_write_for_a_wrong_value_or_another_key():
+    labels = {LABEL_PARENT: "root", LABEL_CREATED_BY: "accurate"}
+    grafted = ns("s", {LABEL_PARENT: "root"})
+    assert needs_write(grafted, Metadata(labels, {}))
+    edited = ns("s", {**labels, LABEL_CREATED_BY: "me"})
+    assert needs_write(edited, Metadata(labels, {}))
+    assert needs_write(ns("s", {**labels, "team": "a"}), Metadata({**labels, "team": "a"}, {}))
+
+
+def test_an_owned_created_by_no_longer_wanted_is_still_removed():
+    owned = [applied([LABEL_CREATED_BY])]
+    instance = ns("i", {LABEL_CREATED_BY: "accurate", LABEL_TEMPLATE: "t"}, managed=owned)
+    assert needs_write(instance, Metadata({}, {}))
+
+
+def test_only_the_labels_parent_and_created_by_may_stay_unowned():
+    assert needs_write(
+        ns("s", annotations={LABEL_PARENT: "root"}), Metadata({}, {LABEL_PARENT: "root"})
+    )

@@ -384,6 +384,33 @@ class TestInheritance:
             a for a in plan(world.snapshot()).actions if isinstance(a, ApplyNamespaceMetadata)
         ] == []
 
+    def test_a_takeover_from_a_go_controller_that_labelled_by_update_writes_no_namespace(self):
+        world = make_world()
+        world.add_namespace("sub1", {LABEL_PARENT: "root1", LABEL_CREATED_BY: "accurate"})
+        world.add_namespace("sub2", {LABEL_PARENT: "sub1", LABEL_CREATED_BY: "accurate"})
+        assert [
+            a for a in plan(world.snapshot()).actions if isinstance(a, ApplyNamespaceMetadata)
+        ] == []
+
+    def test_an_unowned_inherited_key_is_still_taken_over_with_parent_and_created_by(self):
+        world = inheritance_world()
+        world.add_namespace(
+            "sub1",
+            {
+                "team": "a",
+                "foo.bar/baz": "b",
+                "x.glob/y": "c",
+                LABEL_PARENT: "root1",
+                LABEL_CREATED_BY: "accurate",
+            },
+            {"team": "a"},
+        )
+        settle(world)
+        world.namespaces["root1"]["metadata"]["labels"].pop("team")
+        settle(world)
+        assert "team" not in ns_labels(world, "sub1")
+        assert ns_labels(world, "sub1")[LABEL_CREATED_BY] == "accurate"
+
     def test_problems_are_reported_and_get_nothing(self):
         world = inheritance_world()
         world.add_namespace("a", {LABEL_PARENT: "b"})

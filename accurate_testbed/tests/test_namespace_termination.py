@@ -1,0 +1,69 @@
+"""Contract: deleting a namespace is asynchronous.
+
+kube-apiserver only marks a namespace ``Terminating``; the namespace controller (in
+kube-controller-manager) then deletes what is inside and, once nothing is left, removes the
+``kubernetes`` finalizer from ``spec.finalizers``, and only then is the namespace gone. Until
+then the name is taken. A client that needs the namespace gone has to wait for it, even when it
+held nothing. The same tests run against a real cluster when ACCURATE_TEST_KUBECONFIG is set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s_client
+
+from accurate_testbed.cluster import Cluster
+from accurate_testbed.tests.helpers import error_of, request
+from accurate_testbed.waiting import wait_for
+
+
+@pytest.fixture
+def core(cluster: Cluster) -> Any:
+    return k8s_client.CoreV1Api(cluster.api_client)
+
+
+def gone(core: Any, name: str) -> bool:
+    try:
+        core.read_namespace(name)
+    except k8s_client.ApiException as error:
+        return bool(error.status == 404)
+    return False
+
+
+def test_an_empty_namespace_is_terminating_before_it_goes(cluster: Cluster, core: Any) -> None:
+    ns = cluster.namespace()
+    answer = request(cluster.api_client, "DELETE", f"/api/v1/namespaces/{ns}")
+    assert answer["status"]["phase"] == "Terminating"
+    assert answer["spec"]["finalizers"] == ["kubernetes"]
+
+    still = core.read_namespace(ns)
+    assert still.status.phase == "Terminating"
+    assert still.metadata.deletion_timestamp is not None
+    with pytest.raises(k8s_client.ApiException) as caught:
+        core.create_namespace({"metadata": {"name": ns, "labels": cluster.labels}})
+    assert (caught.value.status, error_of(caught.value)["reason"]) == (409, "AlreadyExists")
+
+    wait_for(lambda: gone(core, ns), 120, f"namespace {ns} to go")
+
+
+def test_its_contents_go_first_then_the_namespace(cluster: Cluster, core: Any) -> None:
+    ns = cluster.namespace()
+    core.create_namespaced_config_map(ns, {"metadata": {"name": "inside"}})
+    core.delete_namespace(ns)
+    seen_empty_and_terminating = []
+
+    def gone_after_emptied() -> bool:
+        try:
+            found = core.read_namespace(ns)
+        except k8s_client.ApiException as error:
+            assert error.status == 404
+            return True
+        if not core.list_namespaced_config_map(ns).items:
+            seen_empty_and_terminating.append(found.status.phase)
+        return False
+
+    wait_for(gone_after_emptied, 120, f"namespace {ns} to go")
+    assert seen_empty_and_terminating
+    assert set(seen_empty_and_terminating) == {"Terminating"}

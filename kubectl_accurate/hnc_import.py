@@ -1,0 +1,321 @@
+"""``kubectl accurate import-hnc``: read what HNC left in the cluster, show the plan, carry it out.
+
+The rules live in libaccurate.hnc; this module reads the cluster for them, prints the plan, and
+makes the writes with the same care as the other commands: everything is reviewed with the
+webhooks' rules and, where the answer does not depend on an earlier write of the import, judged
+by the API server in a dry run before the first write. Every write carries the resourceVersion
+it was planned on, so nothing read stale is overwritten, and a second run plans nothing.
+
+The writes are refused while HNC still runs: its webhooks refuse every change to the copies it
+made, and its controller would fight Accurate's over them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from kubectl_accurate.changes import CreateSubNamespace, LabelPatch, Refused
+from kubectl_accurate.output import CliError, Printer
+from kubectl_accurate.reads import NAMESPACES
+from kubectl_accurate.subnamespace_api import NotServed, SubNamespaceApi
+from kubectl_accurate.writes import DRY_RUN, FIELD_MANAGER, review, send
+from libaccurate import subnamespaces
+from libaccurate.constants import LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
+from libaccurate.forest import Forest
+from libaccurate.hnc import (
+    HNC_CONFIG_NAME,
+    HNC_GROUP,
+    HNC_VERSION,
+    HncSnapshot,
+    Kinds,
+    MarkObject,
+    Plan,
+    hnc_still_running,
+    plan_import,
+    propagated_kinds,
+)
+from libaccurate.kube import ApiError, Kube, resource_path
+
+Write = MarkObject | LabelPatch | CreateSubNamespace
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the command found and planned, for printing as text or data."""
+
+    plan: Plan
+    running: tuple[str, ...]
+    writes: tuple[Write, ...]
+    applied: bool
+
+
+def run(
+    api: SubNamespaceApi, printer: Printer, apply_: bool, output: str | None, hnc_namespace: str
+) -> None:
+    """Read, plan, and (with ``apply_``) write; then print what was found and what comes next."""
+    snapshot, kinds, running, crd_served = _read(api, hnc_namespace)
+    plan = plan_import(snapshot, kinds)
+    namespaces = {ns["metadata"]["name"]: ns for ns in snapshot.namespaces}
+    writes = _writes(plan, namespaces)
+    if apply_ and writes:
+        if running:
+            raise Refused(
+                f"HNC still runs ({', '.join(running)}); retire its webhooks and its "
+                "controller first (run without --apply for the steps). Nothing was written."
+            )
+        if plan.subnamespaces and not crd_served:
+            raise Refused(
+                "the SubNamespace CRD is not installed: install Accurate first. "
+                "Nothing was written."
+            )
+        _carry_out(api, writes, snapshot.namespaces)
+    outcome = Outcome(plan, running, tuple(writes), apply_)
+    if output:
+        printer.data(_data(outcome, hnc_namespace), output)
+    else:
+        _show(printer, outcome, hnc_namespace)
+
+
+# Reading
+
+
+def _read(
+    api: SubNamespaceApi, hnc_namespace: str
+) -> tuple[HncSnapshot, Kinds, tuple[str, ...], bool]:
+    kube = api.kube
+
+    def hnc(plural: str) -> list[Obj]:
+        return _items(kube, resource_path(HNC_GROUP, HNC_VERSION, plural)) or []
+
+    hierarchies = _items(kube, resource_path(HNC_GROUP, HNC_VERSION, "hierarchyconfigurations"))
+    if hierarchies is None:
+        raise CliError(
+            f"the API server does not serve HNC's API ({HNC_GROUP}/{HNC_VERSION}): "
+            "there is nothing to import"
+        )
+    config_path = resource_path(HNC_GROUP, HNC_VERSION, "hncconfigurations", None, HNC_CONFIG_NAME)
+    hnc_config = _get(kube, config_path)
+    kinds = propagated_kinds(hnc_config, kube.server_resources())
+    existing = _subnamespaces(api)
+    snapshot = HncSnapshot(
+        namespaces=list(kube.list_objects(NAMESPACES).get("items") or []),
+        hierarchies=hierarchies,
+        anchors=hnc("subnamespaceanchors"),
+        quotas=hnc("hierarchicalresourcequotas"),
+        subnamespaces=existing or [],
+        objects={
+            kind: _items(kube, resource_path(kind.gvk.group, kind.gvk.version, kind.plural)) or []
+            for kind in kinds.propagated
+        },
+    )
+    webhooks = [
+        *(_items(kube, _admission("validatingwebhookconfigurations")) or []),
+        *(_items(kube, _admission("mutatingwebhookconfigurations")) or []),
+    ]
+    deployments = _items(kube, resource_path("apps", "v1", "deployments", hnc_namespace)) or []
+    running = hnc_still_running(webhooks, deployments)
+    return snapshot, kinds, running, existing is not None
+
+
+def _subnamespaces(api: SubNamespaceApi) -> list[Obj] | None:
+    """Every SubNamespace, as v2 objects; None when the cluster has no SubNamespace API."""
+    try:
+        version = api.version
+    except NotServed:
+        return None
+    listing = api.kube.list_objects(subnamespaces.path(None, None, version))
+    return [subnamespaces.read(item) for item in listing.get("items") or []]
+
+
+def _admission(plural: str) -> str:
+    return resource_path("admissionregistration.k8s.io", "v1", plural)
+
+
+def _items(kube: Kube, path: str) -> list[Obj] | None:
+    """A LIST's items, with apiVersion and kind filled in; None when the server does not serve
+    the resource (or the namespace does not exist)."""
+    try:
+        listing = kube.list_objects(path)
+    except ApiError as error:
+        if error.not_found:
+            return None
+        raise
+    api_version = listing.get("apiVersion", "")
+    kind = str(listing.get("kind", "")).removesuffix("List")
+    return [
+        {"apiVersion": api_version, "kind": kind, **item} for item in listing.get("items") or []
+    ]
+
+
+def _get(kube: Kube, path: str) -> Obj | None:
+    try:
+        return dict(kube.get(path))
+    except ApiError as error:
+        if error.not_found:
+            return None
+        raise
+
+
+# Writing
+
+
+def _writes(plan: Plan, namespaces: Mapping[str, Mapping[str, Any]]) -> list[Write]:
+    """The plan as writes, in its order: copies, sources, roots, parents, SubNamespaces."""
+    writes: list[Write] = [*plan.copies, *plan.sources]
+    writes += [LabelPatch(namespaces[name], {LABEL_TYPE: TYPE_ROOT}) for name in plan.roots]
+    writes += [LabelPatch(namespaces[name], {LABEL_PARENT: p}) for name, p in plan.parents]
+    writes += [
+        CreateSubNamespace(sub.parent, sub.name, sub.labels, sub.annotations)
+        for sub in plan.subnamespaces
+    ]
+    return writes
+
+
+def _carry_out(
+    api: SubNamespaceApi, writes: Sequence[Write], namespaces: Sequence[Mapping[str, Any]]
+) -> None:
+    """Review every write on the cluster as it will be, dry-run those whose verdict does not
+    hang on an earlier write, then write in order."""
+    now = Forest.build(namespaces)
+    after = {ns["metadata"]["name"]: ns for ns in namespaces}
+    for write in writes:
+        if isinstance(write, LabelPatch):
+            after[write.name] = write.after()
+    judged = [write for write in writes if not isinstance(write, MarkObject)]
+    review(judged, (Forest.build(after.values()),))
+    for write in writes:
+        if _independent(write, now):
+            try:
+                _send(api, write, dry_run=True)
+            except ApiError as error:
+                raise CliError(f"{write.describe()}: {_explained(error)}") from error
+    for index, write in enumerate(writes):
+        try:
+            _send(api, write, dry_run=False)
+        except ApiError as error:
+            raise CliError(
+                f"{write.describe()}: {_explained(error)}\n  {index} of {len(writes)} writes "
+                "were made; run the command again to finish (it plans only what is left)"
+            ) from error
+
+
+def _independent(write: Write, now: Forest) -> bool:
+    """Whether the API server's verdict on ``write`` cannot hang on an earlier write: object
+    annotations and new roots never do; a parent label or a SubNamespace only when the parent
+    is already a root or a sub-namespace."""
+    if isinstance(write, LabelPatch) and LABEL_PARENT in write.labels:
+        parent = write.labels[LABEL_PARENT]
+    elif isinstance(write, CreateSubNamespace):
+        parent = write.namespace
+    else:
+        return True
+    node = now.nodes.get(parent or "")
+    return node is not None and (node.is_root or node.parent is not None)
+
+
+def _send(api: SubNamespaceApi, write: Write, dry_run: bool) -> None:
+    if not isinstance(write, MarkObject):
+        send(api, write, dry_run)
+        return
+    gvk = write.kind.gvk
+    path = resource_path(gvk.group, gvk.version, write.kind.plural, write.namespace, write.name)
+    version = (write.obj.get("metadata") or {}).get("resourceVersion")
+    body = {"metadata": {"resourceVersion": version, "annotations": dict(write.annotations)}}
+    query = {"fieldManager": FIELD_MANAGER, **(DRY_RUN if dry_run else {})}
+    api.kube.patch(path, body, **query)
+
+
+def _explained(error: ApiError) -> str:
+    if error.conflict:
+        return "it changed while the import ran; run the command again"
+    return str(error.message)
+
+
+# Printing
+
+
+def _retire_steps(outcome: Outcome, hnc_namespace: str) -> list[str]:
+    """How to retire HNC without losing a namespace, from where the cluster stands."""
+    before = []
+    webhooks = [r for r in outcome.running if "WebhookConfiguration" in r]
+    deployments = [r for r in outcome.running if r.startswith("Deployment ")]
+    if webhooks:
+        commands = "; ".join(
+            f"kubectl delete {kind.lower()} {name}"
+            for kind, name in (w.split(" ", 1) for w in webhooks)
+        )
+        before.append(
+            f"Remove HNC's webhooks first ({commands}): they fail closed, so once HNC's "
+            "controller is gone they would refuse every change to namespaces and copies."
+        )
+    if deployments:
+        before.append(
+            f"Stop HNC's controller (kubectl -n {hnc_namespace} delete deployment --all): "
+            "from then on nothing deletes a namespace when its anchor goes."
+        )
+    if outcome.writes and not outcome.applied:
+        before.append("Run kubectl accurate import-hnc --apply.")
+    anchors = "subnamespaceanchors.hnc.x-k8s.io"
+    hierarchies = "hierarchyconfigurations.hnc.x-k8s.io"
+    after = [
+        "Start Accurate's controller with the config above and wait until every SubNamespace "
+        "is Ready (kubectl wait --for=condition=Ready subnamespaces --all -A): it then keeps "
+        "HNC's copies current in place.",
+        f"Let go of the finalizers HNC put on its anchors and HierarchyConfigurations (for each: "
+        f"kubectl -n NS patch {anchors} NAME --type=merge -p "
+        '\'{"metadata":{"finalizers":null}}\', and the same for '
+        f"{hierarchies}): with HNC's controller stopped, nobody else would.",
+        f"Delete HNC's CRDs (kubectl delete crd {anchors} {hierarchies} "
+        "hncconfigurations.hnc.x-k8s.io hierarchicalresourcequotas.hnc.x-k8s.io): this removes "
+        "the anchors without touching a namespace, as no HNC controller is left to act on it.",
+        f"Delete the rest of HNC's release: namespace {hnc_namespace} and its cluster-wide "
+        "roles and bindings.",
+    ]
+    return [f"{i}. {step}" for i, step in enumerate([*before, *after], start=1)]
+
+
+def _data(outcome: Outcome, hnc_namespace: str) -> dict[str, Any]:
+    plan = outcome.plan
+    return {
+        "applied": outcome.applied and bool(outcome.writes),
+        "hncRunning": list(outcome.running),
+        "writes": [write.describe() for write in outcome.writes],
+        "notCarriedOver": [{"what": n.what, "reason": n.reason} for n in plan.not_carried],
+        "config": plan.config_document(),
+        "nextSteps": _retire_steps(outcome, hnc_namespace),
+    }
+
+
+def _show(printer: Printer, outcome: Outcome, hnc_namespace: str) -> None:
+    plan = outcome.plan
+    if not outcome.writes:
+        printer.line("nothing to do: Accurate already holds HNC's trees and copies")
+    elif outcome.applied:
+        printer.line(f"imported: {len(outcome.writes)} writes made")
+    else:
+        printer.line((f"Would write ({len(outcome.writes)}):", "bold"))
+    if outcome.writes:
+        for write in outcome.writes:
+            printer.line(f"  {'' if outcome.applied else 'would '}{write.describe()}")
+    if plan.not_carried:
+        printer.line("")
+        printer.line((f"Not carried over ({len(plan.not_carried)}):", "bold"))
+        for item in plan.not_carried:
+            printer.line(f"  {item.what}: {item.reason}")
+    printer.line("")
+    printer.line(("Controller config (merge it into Accurate's config file):", "bold"))
+    document = yaml.safe_dump(plan.config_document(), sort_keys=False).rstrip("\n")
+    for line in document.splitlines():
+        printer.line(f"  {line}")
+    if outcome.running:
+        printer.line("")
+        printer.line(("HNC still runs: ", "bold"), ", ".join(outcome.running))
+    printer.line("")
+    printer.line(("To retire HNC without deleting a namespace:", "bold"))
+    for step in _retire_steps(outcome, hnc_namespace):
+        printer.line(f"  {step}")

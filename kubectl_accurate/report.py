@@ -1,0 +1,103 @@
+"""``kubectl accurate report``: one row per namespace of the trees, with its billing labels and
+where each came from, printed (table, CSV, JSON) or written into a SQL table.
+
+The rows are libaccurate.report's; the billing keys are the controller's ``labelKeys`` (read
+from its config) unless ``--key`` names them. Writing to a database is
+kubectl_accurate.database's, imported only for ``--to`` so that SQLAlchemy stays optional.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+import uuid
+from datetime import datetime, timezone
+
+import click
+
+from kubectl_accurate.flags import cache_dir, connect
+from kubectl_accurate.main import accurate_namespace_option, command, namespace_argument, root
+from kubectl_accurate.output import CliError, Printer
+from kubectl_accurate.reads import read_namespaces
+from kubectl_accurate.subnamespace_api import SubNamespaceApi
+from libaccurate.kube import Kube
+from libaccurate.report import billing_keys, flat_header, rows
+
+FORMATS = ("table", "csv", "json")
+
+
+@command(
+    root,
+    "report",
+    "report",
+    "report team-a -o csv --key 'billing.example.com/*'",
+    "report --to billing.db --table namespaces",
+    "report --to postgresql://reports@db/billing --table namespaces",
+)
+@namespace_argument("top", "[ROOT]", required=False)
+@click.option(
+    "--key",
+    "patterns",
+    multiple=True,
+    metavar="GLOB",
+    help="A billing label key (glob, as in labelKeys); repeatable. "
+    "Default: the controller's labelKeys.",
+)
+@click.option("-o", "--output", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option(
+    "--to",
+    "database",
+    metavar="DATABASE_URL",
+    help="Write the rows into a SQL table instead: a SQLAlchemy URL, or a file path for SQLite "
+    "(needs accurate-py[report]).",
+)
+@click.option("--table", metavar="NAME", help="The table to write, with --to.")
+@accurate_namespace_option
+def report(
+    ctx: click.Context,
+    top: str | None,
+    patterns: tuple[str, ...],
+    output: str,
+    database: str | None,
+    table: str | None,
+    accurate_namespace: str,
+) -> None:
+    """One row per namespace of every tree (or of ROOT's): its root, parent, depth, type,
+    creation time, and each billing label's value with the namespace it came from.
+
+    With --to and --table, the rows replace those of the same trees in that table, in one
+    transaction, with a run id and the time of the run.
+    """
+    if bool(database) != bool(table):
+        raise click.UsageError("--to and --table go together")
+    kube = connect(ctx)
+    namespaces = read_namespaces(kube, SubNamespaceApi(kube, cache_dir(ctx)), [top], below=True)
+    if top is not None and namespaces.forest.root_of(top) != top:
+        known = top in namespaces.forest
+        raise CliError(f"{top} is not a root namespace" if known else f"namespace {top} not found")
+    keys = billing_keys(patterns or _label_keys(kube, accurate_namespace), namespaces.items)
+    found = rows(namespaces.items, keys, top)
+    if database and table:
+        from kubectl_accurate.database import write_rows
+
+        run = str(uuid.uuid4())
+        tops = (top,) if top else namespaces.forest.roots()
+        write_rows(database, table, found, tops, run, datetime.now(timezone.utc))
+        click.echo(f"wrote {len(found)} rows to table {table} (run {run})")
+        return
+    if output == "json":
+        Printer().data([row.to_data() for row in found], "json")
+    elif output == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerows([flat_header(keys), *(row.flat(keys) for row in found)])
+    else:
+        Printer().table([c.upper() for c in flat_header(keys)], [row.flat(keys) for row in found])
+
+
+def _label_keys(kube: Kube, accurate_namespace: str) -> tuple[str, ...]:
+    from kubectl_accurate.watched import find_watched
+
+    watched = find_watched(kube, accurate_namespace)
+    if not watched.from_config:
+        raise CliError(f"cannot read the controller's labelKeys ({watched.source}): pass --key")
+    return watched.config.label_keys

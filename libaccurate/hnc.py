@@ -1,0 +1,694 @@
+"""Moving from HNC: what the Hierarchical Namespace Controller left in a cluster, as Accurate.
+
+HNC keeps its trees in ``HierarchyConfiguration`` objects and ``SubnamespaceAnchor`` objects and
+copies every object of its propagated kinds down the tree, marking copies with a label. Accurate
+keeps trees in namespace labels and copies only objects that opt in. This module reads a snapshot
+of HNC's objects and says which writes make Accurate hold the same trees and keep the same copies
+current, which controller config that needs, and what cannot be carried over, with the reason.
+
+The writes never delete anything and never re-create a copy: HNC's copies are marked with
+Accurate's ``from`` annotation (and nothing else), so Accurate's controller adopts them and
+replaces them in place in update mode. A copy marked that way but never adopted is left alone by
+Accurate (only copies in update mode are ever deleted), so an import that stops half way is safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from libaccurate.cloning import annotations_of, copied_from, labels_of, propagate_mode
+from libaccurate.config import Config, GroupVersionKind, config_to_dict
+from libaccurate.constants import (
+    ANNOTATION_FROM,
+    ANNOTATION_PROPAGATE,
+    LABEL_PARENT,
+    LABEL_TEMPLATE,
+    LABEL_TYPE,
+    PROPAGATE_UPDATE,
+    RESERVED_PREFIX,
+    TYPE_ROOT,
+    TYPE_TEMPLATE,
+)
+
+Obj = Mapping[str, Any]
+
+HNC_GROUP = "hnc.x-k8s.io"
+HNC_VERSION = "v1alpha2"
+HIERARCHY_NAME = "hierarchy"
+HNC_CONFIG_NAME = "config"
+LABEL_INHERITED_FROM = "hnc.x-k8s.io/inherited-from"
+ANNOTATION_SUBNAMESPACE_OF = "hnc.x-k8s.io/subnamespace-of"
+TREE_LABEL_SUFFIX = ".tree.hnc.x-k8s.io/depth"
+EXCEPTION_SELECT = "propagate.hnc.x-k8s.io/select"
+EXCEPTION_TREE_SELECT = "propagate.hnc.x-k8s.io/treeSelect"
+EXCEPTION_NONE = "propagate.hnc.x-k8s.io/none"
+EXCEPTION_ALL = "propagate.hnc.x-k8s.io/all"
+WEBHOOK_SUFFIX = ".hnc.x-k8s.io"
+
+MODE_PROPAGATE = "Propagate"
+MODE_ALLOW_PROPAGATE = "AllowPropagate"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+# HNC always propagates these, whatever its config says (its "enforced types").
+ENFORCED_RESOURCES = ((RBAC_GROUP, "roles"), (RBAC_GROUP, "rolebindings"))
+
+NO_EXCEPTIONS_YET = "Accurate has no per-object propagation exceptions yet"
+
+
+@dataclass(frozen=True)
+class PropagatedKind:
+    """A kind HNC copies down its trees, as the API server serves it."""
+
+    gvk: GroupVersionKind
+    plural: str
+    mode: str
+
+
+@dataclass(frozen=True)
+class NotCarried:
+    """Something HNC did that the import does not carry over, and why."""
+
+    what: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Kinds:
+    """The kinds to carry over, and the configured ones that cannot be."""
+
+    propagated: tuple[PropagatedKind, ...]
+    not_carried: tuple[NotCarried, ...]
+
+
+@dataclass(frozen=True)
+class HncSnapshot:
+    """What the import reads: HNC's objects, Accurate's SubNamespaces, and every object of
+    the propagated kinds (by kind)."""
+
+    namespaces: Sequence[Obj]
+    hierarchies: Sequence[Obj]
+    anchors: Sequence[Obj]
+    quotas: Sequence[Obj] = ()
+    subnamespaces: Sequence[Obj] = ()
+    objects: Mapping[PropagatedKind, Sequence[Obj]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MarkObject:
+    """A merge patch of annotations on one object of a propagated kind."""
+
+    kind: PropagatedKind
+    obj: Obj = field(repr=False, compare=False)
+    namespace: str
+    name: str
+    annotations: Mapping[str, str]
+
+    def describe(self) -> str:
+        pairs = ", ".join(f"{key}={value}" for key, value in self.annotations.items())
+        return f"annotate {self.kind.gvk.kind} {self.namespace}/{self.name}: {pairs}"
+
+
+@dataclass(frozen=True)
+class NewSubNamespace:
+    """A SubNamespace standing for one of HNC's anchors."""
+
+    parent: str
+    name: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The import's writes, in the order they are safe to make, and what it cannot do.
+
+    Copies are marked first (a marked copy is inert until its tree exists in Accurate), then
+    sources opt in, then roots and parents are labelled top-down (so each parent is a root or
+    sub-namespace before its children name it), and SubNamespaces come last.
+    """
+
+    copies: tuple[MarkObject, ...]
+    sources: tuple[MarkObject, ...]
+    roots: tuple[str, ...]
+    parents: tuple[tuple[str, str], ...]
+    subnamespaces: tuple[NewSubNamespace, ...]
+    config: Config
+    not_carried: tuple[NotCarried, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.copies or self.sources or self.roots or self.parents or self.subnamespaces)
+
+    def config_document(self) -> dict[str, Any]:
+        return config_to_dict(self.config)
+
+
+def _metadata(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _name(obj: Obj) -> str:
+    return str(_metadata(obj).get("name", ""))
+
+
+def _namespace(obj: Obj) -> str:
+    return str(_metadata(obj).get("namespace", ""))
+
+
+def _spec(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("spec") or {}
+
+
+def _deleting(obj: Obj) -> bool:
+    return bool(_metadata(obj).get("deletionTimestamp"))
+
+
+# Kinds
+
+
+def propagated_kinds(hnc_config: Obj | None, resource_lists: Iterable[Obj]) -> Kinds:
+    """The kinds HNC propagates (its config's ``Propagate`` and ``AllowPropagate`` resources and
+    the Roles and RoleBindings it always propagates), found in the API server's discovery.
+
+    ``Remove`` and ``Ignore`` kinds are not propagated, so Accurate need not watch them; nor are
+    resources with a mode HNC does not know (it treats them as ``Ignore``).
+    """
+    served = _served(resource_lists)
+    wanted = {resource: MODE_PROPAGATE for resource in ENFORCED_RESOURCES}
+    for entry in _spec(hnc_config or {}).get("resources") or ():
+        resource = (entry.get("group") or "", entry.get("resource") or "")
+        if resource in ENFORCED_RESOURCES:
+            continue
+        mode = entry.get("mode") or MODE_PROPAGATE
+        if mode in (MODE_PROPAGATE, MODE_ALLOW_PROPAGATE):
+            wanted[resource] = mode
+    propagated = []
+    not_carried = []
+    for (group, plural), mode in wanted.items():
+        found = served.get((group, plural))
+        if found is None:
+            what = f"resource {plural}" + (f".{group}" if group else "")
+            reason = "HNC's config propagates it, but the API server does not serve it"
+            not_carried.append(NotCarried(what, reason))
+            continue
+        version, kind = found
+        propagated.append(PropagatedKind(GroupVersionKind(group, version, kind), plural, mode))
+    return Kinds(tuple(propagated), tuple(not_carried))
+
+
+def _served(resource_lists: Iterable[Obj]) -> dict[tuple[str, str], tuple[str, str]]:
+    """(group, plural) -> (version, kind) of namespaced resources, in the server's preferred
+    version: discovery lists each group's preferred version first."""
+    served: dict[tuple[str, str], tuple[str, str]] = {}
+    for resource_list in resource_lists:
+        group, _, version = str(resource_list.get("groupVersion", "")).rpartition("/")
+        for resource in resource_list.get("resources") or ():
+            name = resource.get("name", "")
+            if "/" in name or not resource.get("namespaced", False):
+                continue
+            served.setdefault((group, name), (version, resource.get("kind", "")))
+    return served
+
+
+# The hierarchy
+
+
+@dataclass
+class _Tree:
+    """HNC's tree as Accurate will hold it: which namespaces come along, and why not others."""
+
+    namespaces: dict[str, Obj]
+    parents: dict[str, str]
+    anchors: dict[tuple[str, str], Obj]
+    reasons: dict[str, str] = field(default_factory=dict)
+    carried: dict[str, list[str]] = field(default_factory=dict)
+    roots: list[str] = field(default_factory=list)
+    _below: dict[str, list[str]] = field(default_factory=dict)
+
+    def children(self, name: str) -> list[str]:
+        return self.carried.get(name, [])
+
+    def descendants(self, name: str) -> list[str]:
+        """Each after its parent; remembered, as every source in a namespace asks again."""
+        if name not in self._below:
+            found: list[str] = []
+            for child in self.children(name):
+                found.append(child)
+                found.extend(self.descendants(child))
+            self._below[name] = found
+        return self._below[name]
+
+    def top_down(self) -> list[str]:
+        order: list[str] = []
+        for root in self.roots:
+            order.append(root)
+            order.extend(self.descendants(root))
+        return order
+
+
+def _build_tree(snapshot: HncSnapshot, not_carried: list[NotCarried]) -> _Tree:
+    namespaces = {_name(ns): ns for ns in snapshot.namespaces}
+    declared = {
+        _namespace(hc): str(_spec(hc).get("parent") or "")
+        for hc in snapshot.hierarchies
+        if _name(hc) == HIERARCHY_NAME
+    }
+    anchors = {(_namespace(anchor), _name(anchor)): anchor for anchor in snapshot.anchors}
+    tree = _Tree(namespaces, {}, anchors)
+    for name, namespace in namespaces.items():
+        from_hierarchy = declared.get(name) or None
+        from_annotation = annotations_of(namespace).get(ANNOTATION_SUBNAMESPACE_OF) or None
+        if from_hierarchy and from_annotation and from_hierarchy != from_annotation:
+            tree.reasons[name] = (
+                f"it has two parents in flight: its HierarchyConfiguration names "
+                f"{from_hierarchy}, its {ANNOTATION_SUBNAMESPACE_OF} annotation {from_annotation}"
+            )
+        parent = from_hierarchy or from_annotation
+        if parent:
+            tree.parents[name] = parent
+    for (parent, name), anchor in sorted(anchors.items()):
+        # An anchor whose namespace HNC has not made yet: Accurate's controller will make it.
+        if name not in namespaces and not _deleting(anchor):
+            tree.parents.setdefault(name, parent)
+    _judge(tree)
+    for name in sorted(tree.reasons):
+        not_carried.append(NotCarried(f"namespace {name}", tree.reasons[name]))
+    return tree
+
+
+def _judge(tree: _Tree) -> None:
+    """Decide for every namespace of HNC's trees whether it comes along, top-down."""
+    children: dict[str, list[str]] = {}
+    for child, parent in sorted(tree.parents.items()):
+        children.setdefault(parent, []).append(child)
+    for name in sorted(children):
+        if name in tree.parents:
+            continue
+        if name not in tree.namespaces:
+            for child in children[name]:
+                tree.reasons[child] = f"its parent {name} does not exist"
+        elif (problem := _root_problem(tree.namespaces[name])) is not None:
+            for child in children[name]:
+                tree.reasons[child] = f"its parent {name} {problem}"
+        else:
+            tree.roots.append(name)
+    pending = list(tree.roots)
+    while pending:
+        parent = pending.pop(0)
+        for child in children.get(parent, []):
+            if child in tree.reasons:
+                continue
+            problem = _child_problem(tree, child, parent)
+            if problem is not None:
+                tree.reasons[child] = problem
+                continue
+            tree.carried.setdefault(parent, []).append(child)
+            pending.append(child)
+    _report_unreached(tree)
+    tree.roots = [root for root in tree.roots if tree.children(root)]
+
+
+def _report_unreached(tree: _Tree) -> None:
+    """Say why the namespaces the walk from the roots did not reach stay behind: an ancestor
+    stays behind, or their parents form a cycle."""
+    reached = {*tree.roots, *(c for kids in tree.carried.values() for c in kids)}
+    for name in sorted(tree.parents):
+        if name in reached or name in tree.reasons:
+            continue
+        chain = [name]
+        while (parent := tree.parents.get(chain[-1])) is not None and parent not in chain:
+            if parent in tree.reasons or parent not in tree.parents:
+                break
+            chain.append(parent)
+        top = tree.parents.get(chain[-1])
+        if top in chain:
+            cycle = " -> ".join([*chain[chain.index(top) :], top])
+            reason = f"its parents form a cycle: {cycle}"
+        else:
+            reason = f"its ancestor {top} is not carried over"
+        for member in chain:
+            tree.reasons.setdefault(member, reason)
+
+
+def _root_problem(namespace: Obj) -> str | None:
+    labels = labels_of(namespace)
+    if _deleting(namespace):
+        return "is being deleted"
+    if labels.get(LABEL_TYPE) == TYPE_TEMPLATE and not labels.get(LABEL_PARENT):
+        return "is an Accurate template, which cannot have sub-namespaces"
+    return None
+
+
+def _child_problem(tree: _Tree, name: str, parent: str) -> str | None:
+    anchor = tree.anchors.get((parent, name))
+    if anchor is not None and _deleting(anchor):
+        return f"its anchor {parent}/{name} is being deleted, so HNC is deleting it"
+    namespace = tree.namespaces.get(name)
+    if namespace is None:
+        return None
+    labels = labels_of(namespace)
+    if _deleting(namespace):
+        return "it is being deleted"
+    current = labels.get(LABEL_PARENT)
+    if current and current != parent:
+        return (
+            f"it has two parents in flight: HNC says {parent}, its {LABEL_PARENT} label "
+            f"says {current}"
+        )
+    if labels.get(LABEL_TYPE) or labels.get(LABEL_TEMPLATE):
+        return (
+            f"it is an Accurate root, template or instance, which a sub-namespace of {parent} "
+            "cannot be"
+        )
+    return None
+
+
+# Namespaces and SubNamespaces
+
+
+def _namespace_writes(
+    tree: _Tree, existing: Iterable[Obj], not_carried: list[NotCarried]
+) -> tuple[list[str], list[tuple[str, str]], list[NewSubNamespace]]:
+    have = {(_namespace(sub), _name(sub)) for sub in existing}
+    roots = [
+        root
+        for root in tree.roots
+        if not labels_of(tree.namespaces[root]).get(LABEL_PARENT)
+        and labels_of(tree.namespaces[root]).get(LABEL_TYPE) != TYPE_ROOT
+    ]
+    parents: list[tuple[str, str]] = []
+    subnamespaces: list[NewSubNamespace] = []
+    used: set[tuple[str, str]] = set()
+    for name in tree.top_down():
+        parent = tree.parents.get(name)
+        if parent is None:
+            continue
+        namespace = tree.namespaces.get(name)
+        if namespace is not None and labels_of(namespace).get(LABEL_PARENT) != parent:
+            parents.append((name, parent))
+        subnamespace_of = annotations_of(namespace or {}).get(ANNOTATION_SUBNAMESPACE_OF)
+        anchor = tree.anchors.get((parent, name))
+        if namespace is not None and subnamespace_of != parent:
+            continue
+        if anchor is None:
+            not_carried.append(_missing_anchor(parent, name))
+            continue
+        used.add((parent, name))
+        if (parent, name) not in have:
+            spec = _spec(anchor)
+            labels, annotations = _pairs(spec.get("labels")), _pairs(spec.get("annotations"))
+            subnamespaces.append(NewSubNamespace(parent, name, labels, annotations))
+    for parent, name in sorted(tree.anchors):
+        if (parent, name) not in used and name not in tree.reasons:
+            not_carried.append(
+                NotCarried(
+                    f"SubnamespaceAnchor {parent}/{name}",
+                    f"namespace {name} is not its subnamespace (HNC reports it as Conflict), "
+                    "so no SubNamespace is made for it",
+                )
+            )
+    return roots, parents, subnamespaces
+
+
+def _missing_anchor(parent: str, name: str) -> NotCarried:
+    return NotCarried(
+        f"namespace {name}",
+        f"it is HNC's subnamespace of {parent}, but its anchor is gone: it becomes a "
+        f"sub-namespace of {parent} without a SubNamespace, so tenants cannot delete it "
+        "through Accurate",
+    )
+
+
+def _pairs(items: object) -> dict[str, str]:
+    """HNC's list of ``{key, value}`` as a map."""
+    if not isinstance(items, list):
+        return {}
+    return {str(item.get("key", "")): str(item.get("value", "")) for item in items}
+
+
+# Objects
+
+
+def _is_hnc_copy(obj: Obj) -> bool:
+    return LABEL_INHERITED_FROM in labels_of(obj)
+
+
+def _is_source(obj: Obj) -> bool:
+    return not _is_hnc_copy(obj) and copied_from(obj) is None
+
+
+def _exception(kind: PropagatedKind, obj: Obj) -> str | None:
+    """Why HNC copied ``obj`` to some descendants only, or to none; None when to all of them."""
+    annotations = annotations_of(obj)
+    for key in (EXCEPTION_SELECT, EXCEPTION_TREE_SELECT):
+        if annotations.get(key):
+            return (
+                f"HNC copies it only where {key}={annotations[key]} says; {NO_EXCEPTIONS_YET}, "
+                "and opting it in would copy it to every descendant"
+            )
+    if kind.mode == MODE_ALLOW_PROPAGATE:
+        if str(annotations.get(EXCEPTION_ALL, "")).lower() == "true":
+            return None
+        return ""
+    if str(annotations.get(EXCEPTION_NONE, "")).lower() == "true":
+        return (
+            f"{EXCEPTION_NONE}=true: HNC does not copy it and neither will Accurate (it is "
+            f"not opted in), but {NO_EXCEPTIONS_YET} to keep that choice should someone opt "
+            "it in"
+        )
+    return None
+
+
+@dataclass
+class _Objects:
+    """One kind's objects by namespace and name, split into HNC's copies and the rest."""
+
+    kind: PropagatedKind
+    by_key: dict[tuple[str, str], Obj]
+    copies_taken: set[tuple[str, str]] = field(default_factory=set)
+
+
+def _object_writes(
+    tree: _Tree, objects: _Objects, not_carried: list[NotCarried]
+) -> tuple[list[MarkObject], list[MarkObject]]:
+    kind = objects.kind
+    sources: list[MarkObject] = []
+    copies: list[MarkObject] = []
+    explained: set[tuple[str, str]] = set()
+    for (namespace, name), obj in sorted(objects.by_key.items()):
+        if not _is_source(obj) or not tree.children(namespace):
+            continue
+        below = tree.descendants(namespace)
+        theirs = [
+            (child, objects.by_key[(child, name)])
+            for child in below
+            if (child, name) in objects.by_key
+        ]
+        hnc_copies = [
+            (child, copy_)
+            for child, copy_ in theirs
+            if labels_of(copy_).get(LABEL_INHERITED_FROM) == namespace
+        ]
+        problem = _source_problem(kind, obj, theirs, hnc_copies)
+        if problem is not None:
+            explained.update((child, name) for child, _ in hnc_copies)
+            if problem:
+                not_carried.append(NotCarried(_describe(kind, namespace, name), problem))
+            continue
+        mode = propagate_mode(obj)
+        if mode is None:
+            sources.append(_mark(kind, obj, {ANNOTATION_PROPAGATE: PROPAGATE_UPDATE}))
+        elif mode != PROPAGATE_UPDATE:
+            not_carried.append(
+                NotCarried(
+                    _describe(kind, namespace, name),
+                    f"it is already annotated {ANNOTATION_PROPAGATE}={mode}; left as it is",
+                )
+            )
+        for child, copy_ in hnc_copies:
+            objects.copies_taken.add((child, name))
+            parent = tree.parents[child]
+            if copied_from(copy_) != parent:
+                copies.append(_mark(kind, copy_, {ANNOTATION_FROM: parent}))
+    for (namespace, name), obj in sorted(objects.by_key.items()):
+        key = (namespace, name)
+        if _is_hnc_copy(obj) and key not in objects.copies_taken and key not in explained:
+            origin = labels_of(obj)[LABEL_INHERITED_FROM]
+            not_carried.append(
+                NotCarried(
+                    _describe(kind, namespace, name),
+                    f"HNC's copy from {origin} has no source in an ancestor that comes along; "
+                    "left as it is (HNC would have deleted it)",
+                )
+            )
+    return copies, sources
+
+
+def _source_problem(
+    kind: PropagatedKind,
+    obj: Obj,
+    theirs: Sequence[tuple[str, Obj]],
+    hnc_copies: Sequence[tuple[str, Obj]],
+) -> str | None:
+    """Why a source in a namespace with descendants is not opted in ("" when HNC never meant to
+    copy it, so there is nothing to say), or None."""
+    exception = _exception(kind, obj)
+    if exception is not None:
+        if exception and hnc_copies:
+            exception += f"; its {len(hnc_copies)} copies stay as they are, no longer kept current"
+        return exception
+    own = [child for child, other in theirs if _is_source(other)]
+    if own:
+        return (
+            f"{', '.join(own)} hold their own {kind.gvk.kind} {_name(obj)}, which Accurate would "
+            "replace with the copy"
+        )
+    if not hnc_copies and propagate_mode(obj) is None:
+        return (
+            "HNC made no copies of it (HNC leaves out some objects, such as those with "
+            "finalizers), so it is not opted in"
+        )
+    return None
+
+
+def _mark(kind: PropagatedKind, obj: Obj, annotations: Mapping[str, str]) -> MarkObject:
+    return MarkObject(kind, obj, _namespace(obj), _name(obj), dict(annotations))
+
+
+def _describe(kind: PropagatedKind, namespace: str, name: str) -> str:
+    return f"{kind.gvk.kind} {namespace}/{name}"
+
+
+# Namespace labels and annotations, and what has no equivalent
+
+
+def _managed_keys(
+    snapshot: HncSnapshot, not_carried: list[NotCarried]
+) -> dict[str, tuple[str, ...]]:
+    """The config's key lists for HNC's managed labels and annotations (the keys in use: the
+    patterns themselves are flags of HNC's deployment)."""
+    found: dict[str, set[str]] = {
+        "labelKeys": set(),
+        "annotationKeys": set(),
+        "subNamespaceLabelKeys": set(),
+        "subNamespaceAnnotationKeys": set(),
+    }
+    for hierarchy in snapshot.hierarchies:
+        found["labelKeys"].update(_pairs(_spec(hierarchy).get("labels")))
+        found["annotationKeys"].update(_pairs(_spec(hierarchy).get("annotations")))
+    for anchor in snapshot.anchors:
+        labels = _pairs(_spec(anchor).get("labels"))
+        annotations = _pairs(_spec(anchor).get("annotations"))
+        found["labelKeys"].update(labels)
+        found["subNamespaceLabelKeys"].update(labels)
+        found["annotationKeys"].update(annotations)
+        found["subNamespaceAnnotationKeys"].update(annotations)
+    reserved = sorted({k for keys in found.values() for k in keys if k.startswith(RESERVED_PREFIX)})
+    for key in reserved:
+        not_carried.append(
+            NotCarried(f"managed key {key}", "keys under accurate.cybozu.com/ cannot be inherited")
+        )
+    return {
+        name: tuple(_literal(key) for key in sorted(keys) if not key.startswith(RESERVED_PREFIX))
+        for name, keys in found.items()
+    }
+
+
+def _literal(key: str) -> str:
+    """A glob that matches exactly ``key``."""
+    return "".join(f"\\{char}" if char in "*?[\\" else char for char in key)
+
+
+def _leftovers(snapshot: HncSnapshot, not_carried: list[NotCarried]) -> None:
+    """What HNC did that Accurate has no equivalent for."""
+    tree_labelled = sorted(
+        _name(ns)
+        for ns in snapshot.namespaces
+        if any(key.endswith(TREE_LABEL_SUFFIX) for key in labels_of(ns))
+    )
+    if tree_labelled:
+        not_carried.append(
+            NotCarried(
+                f"tree labels (<ancestor>{TREE_LABEL_SUFFIX}) on {len(tree_labelled)} namespaces",
+                "Accurate does not write tree labels yet: they stay as HNC last wrote them and "
+                "will not follow later changes to the trees",
+            )
+        )
+    for hierarchy in snapshot.hierarchies:
+        if _spec(hierarchy).get("allowCascadingDeletion"):
+            not_carried.append(
+                NotCarried(
+                    f"allowCascadingDeletion on namespace {_namespace(hierarchy)}",
+                    "Accurate allows cascading deletion only cluster-wide, with the controller "
+                    "flag --webhook-allow-cascading-deletion",
+                )
+            )
+    for quota in snapshot.quotas:
+        not_carried.append(
+            NotCarried(
+                f"HierarchicalResourceQuota {_namespace(quota)}/{_name(quota)}",
+                "Accurate has no quota across a subtree; propagate a ResourceQuota to each "
+                "namespace instead (the ResourceQuotas HNC made for it stay, but are no "
+                "longer updated)",
+            )
+        )
+
+
+# The plan
+
+
+def plan_import(snapshot: HncSnapshot, kinds: Kinds) -> Plan:
+    """The writes that carry HNC's trees, copies and managed metadata over to Accurate.
+
+    Writes already made are left out, so that planning again after an import finds nothing.
+    """
+    not_carried: list[NotCarried] = list(kinds.not_carried)
+    tree = _build_tree(snapshot, not_carried)
+    roots, parents, subnamespaces = _namespace_writes(tree, snapshot.subnamespaces, not_carried)
+    copies: list[MarkObject] = []
+    sources: list[MarkObject] = []
+    for kind in kinds.propagated:
+        by_key = {(_namespace(obj), _name(obj)): obj for obj in snapshot.objects.get(kind, ())}
+        made_copies, made_sources = _object_writes(tree, _Objects(kind, by_key), not_carried)
+        copies.extend(made_copies)
+        sources.extend(made_sources)
+    keys = _managed_keys(snapshot, not_carried)
+    _leftovers(snapshot, not_carried)
+    config = Config(
+        label_keys=keys["labelKeys"],
+        annotation_keys=keys["annotationKeys"],
+        sub_namespace_label_keys=keys["subNamespaceLabelKeys"],
+        sub_namespace_annotation_keys=keys["subNamespaceAnnotationKeys"],
+        watches=tuple(kind.gvk for kind in kinds.propagated),
+    )
+    return Plan(
+        tuple(copies),
+        tuple(sources),
+        tuple(roots),
+        tuple(parents),
+        tuple(subnamespaces),
+        config,
+        tuple(not_carried),
+    )
+
+
+def hnc_still_running(
+    webhook_configurations: Iterable[Obj], deployments: Iterable[Obj]
+) -> tuple[str, ...]:
+    """What of HNC still acts on the cluster: webhook configurations holding HNC's webhooks
+    (they refuse changes to HNC's copies) and Deployments not scaled to zero."""
+    running = []
+    for configuration in webhook_configurations:
+        names = [
+            str(hook.get("name", ""))
+            for hook in configuration.get("webhooks") or ()
+            if str(hook.get("name", "")).endswith(WEBHOOK_SUFFIX)
+        ]
+        if names:
+            running.append(f"{configuration.get('kind', '')} {_name(configuration)}")
+    for deployment in deployments:
+        replicas = _spec(deployment).get("replicas", 1)
+        if replicas != 0:
+            running.append(f"Deployment {_namespace(deployment)}/{_name(deployment)}")
+    return tuple(running)

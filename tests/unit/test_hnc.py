@@ -1,0 +1,477 @@
+"""The HNC import planner (libaccurate.hnc): HNC's trees, copies and config read as Accurate's,
+and what cannot be carried over. The property test hands the imported cluster to Accurate's own
+planner and checks that it adopts HNC's copies in place: nothing deleted, nothing re-created."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from libaccurate.actions import CreateObject, DeleteObject
+from libaccurate.config import parse_config
+from libaccurate.constants import (
+    ANNOTATION_FROM,
+    ANNOTATION_PROPAGATE,
+    ANNOTATION_SOURCE_HASH,
+    LABEL_PARENT,
+    LABEL_TYPE,
+)
+from libaccurate.hnc import (
+    ANNOTATION_SUBNAMESPACE_OF,
+    EXCEPTION_ALL,
+    EXCEPTION_NONE,
+    EXCEPTION_SELECT,
+    EXCEPTION_TREE_SELECT,
+    LABEL_INHERITED_FROM,
+    HncSnapshot,
+    Kinds,
+    NewSubNamespace,
+    Plan,
+    PropagatedKind,
+    hnc_still_running,
+    plan_import,
+    propagated_kinds,
+)
+from libaccurate.planner import plan as accurate_plan
+from tests.unit.planner_world import ROLE, SECRET, World
+
+Obj = dict[str, Any]
+ROLES = PropagatedKind(ROLE, "roles", "Propagate")
+KINDS = Kinds((ROLES,), ())
+RULES = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]
+DISCOVERY = [
+    {
+        "groupVersion": "rbac.authorization.k8s.io/v1",
+        "resources": [
+            {"name": "roles", "kind": "Role", "namespaced": True},
+            {"name": "rolebindings", "kind": "RoleBinding", "namespaced": True},
+            {"name": "clusterroles", "kind": "ClusterRole", "namespaced": False},
+        ],
+    },
+    {
+        "groupVersion": "v1",
+        "resources": [
+            {"name": "secrets", "kind": "Secret", "namespaced": True},
+            {"name": "configmaps", "kind": "ConfigMap", "namespaced": True},
+            {"name": "secrets/status", "kind": "Secret", "namespaced": True},
+        ],
+    },
+    {
+        "groupVersion": "networking.k8s.io/v1",
+        "resources": [{"name": "networkpolicies", "kind": "NetworkPolicy", "namespaced": True}],
+    },
+]
+
+
+class Hnc:
+    """A cluster as HNC leaves it, built on the planner tests' in-memory world."""
+
+    def __init__(self) -> None:
+        self.world = World()
+        self.hierarchies: list[Obj] = []
+        self.anchors: list[Obj] = []
+        self.quotas: list[Obj] = []
+
+    def namespace(
+        self,
+        name: str,
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+    ) -> str:
+        self.world.add_namespace(name, labels, annotations)
+        return name
+
+    def full(self, name: str, parent: str, **spec: Any) -> str:
+        """A full namespace HNC placed under ``parent`` (HierarchyConfiguration only)."""
+        self.namespace(name)
+        self.hierarchy(name, parent, **spec)
+        return name
+
+    def hierarchy(self, namespace: str, parent: str | None, **spec: Any) -> None:
+        body = {**({"parent": parent} if parent else {}), **spec}
+        self.hierarchies.append(
+            {"metadata": {"name": "hierarchy", "namespace": namespace}, "spec": body}
+        )
+
+    def sub(self, name: str, parent: str, labels: dict[str, str] | None = None) -> str:
+        """A subnamespace made through an anchor in ``parent``."""
+        self.namespace(name, annotations={ANNOTATION_SUBNAMESPACE_OF: parent})
+        self.hierarchy(name, parent)
+        self.anchor(parent, name, labels)
+        return name
+
+    def anchor(self, parent: str, name: str, labels: dict[str, str] | None = None) -> None:
+        spec = {"labels": [{"key": k, "value": v} for k, v in (labels or {}).items()]}
+        meta = {"name": name, "namespace": parent, "finalizers": ["hnc.x-k8s.io"]}
+        self.anchors.append({"metadata": meta, "spec": spec})
+
+    def role(self, namespace: str, name: str, origin: str | None = None, **annotations: str) -> Obj:
+        labels = {LABEL_INHERITED_FROM: origin} if origin else {}
+        meta = {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations}
+        return self.world.add_object(ROLE, {"metadata": meta, "rules": copy.deepcopy(RULES)})
+
+    def snapshot(self, kinds: Kinds = KINDS) -> HncSnapshot:
+        state = self.world.snapshot()
+        roles = [o for (gvk, _, _), o in self.world.objects.items() if gvk == ROLE]
+        return HncSnapshot(
+            namespaces=state.namespaces,
+            hierarchies=self.hierarchies,
+            anchors=self.anchors,
+            quotas=self.quotas,
+            subnamespaces=state.subnamespaces,
+            objects={kind: roles for kind in kinds.propagated},
+        )
+
+    def plan(self, kinds: Kinds = KINDS) -> Plan:
+        return plan_import(self.snapshot(kinds), kinds)
+
+    def apply(self, plan: Plan) -> None:
+        """Make the import's writes as the API server would store them."""
+        for mark in (*plan.copies, *plan.sources):
+            stored = self.world.obj(ROLE, mark.namespace, mark.name)
+            stored["metadata"].setdefault("annotations", {}).update(mark.annotations)
+        for name in plan.roots:
+            self.world.label_by_hand(name, LABEL_TYPE, "root")
+        for name, parent in plan.parents:
+            self.world.label_by_hand(name, LABEL_PARENT, parent)
+        for sub in plan.subnamespaces:
+            self.world.add_subnamespace(sub.parent, sub.name, sub.labels, sub.annotations)
+
+
+def reasons(plan: Plan) -> dict[str, str]:
+    return {item.what: item.reason for item in plan.not_carried}
+
+
+def marks(plan: Plan) -> dict[str, dict[str, str]]:
+    return {f"{m.namespace}/{m.name}": dict(m.annotations) for m in (*plan.copies, *plan.sources)}
+
+
+def team() -> Hnc:
+    """team <- dev (anchor, env=dev) <- dev-tools (full namespace); a Role copied down."""
+    hnc = Hnc()
+    hnc.namespace("team")
+    hnc.sub("dev", "team", {"env": "dev"})
+    hnc.full("dev-tools", "dev")
+    hnc.role("team", "admin")
+    hnc.role("dev", "admin", origin="team")
+    hnc.role("dev-tools", "admin", origin="team")
+    return hnc
+
+
+def test_trees_become_roots_parent_labels_and_subnamespaces_for_anchors() -> None:
+    plan = team().plan()
+
+    assert plan.roots == ("team",)
+    assert plan.parents == (("dev", "team"), ("dev-tools", "dev"))
+    assert plan.subnamespaces == (NewSubNamespace("team", "dev", {"env": "dev"}, {}),)
+
+
+def test_sources_opt_in_and_copies_are_marked_as_copies_of_their_parent() -> None:
+    plan = team().plan()
+
+    assert marks(plan) == {
+        "team/admin": {ANNOTATION_PROPAGATE: "update"},
+        "dev/admin": {ANNOTATION_FROM: "team"},
+        "dev-tools/admin": {ANNOTATION_FROM: "dev"},
+    }
+    assert [m.name for m in plan.copies] == ["admin", "admin"]
+
+
+def test_the_config_watches_the_kinds_and_inherits_the_managed_keys() -> None:
+    hnc = team()
+    hnc.hierarchy("team", None, labels=[{"key": "cost-center", "value": "42"}])
+    document = hnc.plan().config_document()
+
+    assert document == {
+        "labelKeys": ["cost-center", "env"],
+        "subNamespaceLabelKeys": ["env"],
+        "watches": [{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "Role"}],
+    }
+    parse_config(yaml.safe_dump(document), "snippet")
+
+
+def test_managed_keys_are_matched_literally_and_reserved_ones_reported() -> None:
+    hnc = team()
+    hnc.hierarchy("team", None, annotations=[{"key": "odd*key", "value": "1"}])
+    hnc.anchor("team", "dev", {"accurate.cybozu.com/x": "1"})
+    plan = hnc.plan()
+
+    assert plan.config.annotation_keys == ("odd\\*key",)
+    assert "accurate.cybozu.com/x" not in plan.config.label_keys
+    assert "cannot be inherited" in reasons(plan)["managed key accurate.cybozu.com/x"]
+
+
+def test_an_import_applied_plans_nothing_more() -> None:
+    hnc = team()
+    hnc.apply(hnc.plan())
+
+    again = hnc.plan()
+    assert again.empty
+    assert again.config == team().plan().config
+
+
+def test_selective_exceptions_are_not_carried_over_and_their_copies_left_alone() -> None:
+    hnc = team()
+    hnc.role("team", "picky", **{EXCEPTION_TREE_SELECT: "dev"})
+    hnc.role("dev", "picky", origin="team")
+    hnc.role("team", "chosen", **{EXCEPTION_SELECT: "env=dev"})
+    plan = hnc.plan()
+
+    assert "team/picky" not in marks(plan)
+    assert "dev/picky" not in marks(plan)
+    assert "team/chosen" not in marks(plan)
+    assert "per-object propagation exceptions" in reasons(plan)["Role team/picky"]
+    assert "1 copies stay as they are" in reasons(plan)["Role team/picky"]
+
+
+def test_an_object_hnc_was_told_not_to_copy_is_not_opted_in_and_reported() -> None:
+    hnc = team()
+    hnc.role("team", "private", **{EXCEPTION_NONE: "true"})
+    plan = hnc.plan()
+
+    assert "team/private" not in marks(plan)
+    assert EXCEPTION_NONE in reasons(plan)["Role team/private"]
+
+
+def test_allow_propagate_kinds_carry_over_only_objects_opted_in_with_all() -> None:
+    hnc = team()
+    hnc.role("team", "shared", **{EXCEPTION_ALL: "true"})
+    hnc.role("dev", "shared", origin="team")
+    hnc.role("team", "kept-home")
+    plan = hnc.plan(Kinds((PropagatedKind(ROLE, "roles", "AllowPropagate"),), ()))
+
+    assert marks(plan)["team/shared"] == {ANNOTATION_PROPAGATE: "update"}
+    assert marks(plan)["dev/shared"] == {ANNOTATION_FROM: "team"}
+    assert "team/kept-home" not in marks(plan)
+    assert "Role team/kept-home" not in reasons(plan)
+
+
+def test_a_source_hnc_made_no_copies_of_is_not_opted_in() -> None:
+    hnc = team()
+    hnc.role("team", "with-finalizer")
+    plan = hnc.plan()
+
+    assert "team/with-finalizer" not in marks(plan)
+    assert "made no copies" in reasons(plan)["Role team/with-finalizer"]
+
+
+def test_a_descendant_holding_its_own_object_of_that_name_keeps_the_source_out() -> None:
+    hnc = team()
+    hnc.role("team", "viewer")
+    hnc.role("dev", "viewer", origin="team")
+    hnc.role("dev-tools", "viewer")
+    plan = hnc.plan()
+
+    assert "team/viewer" not in marks(plan)
+    assert "dev/viewer" not in marks(plan)
+    assert "dev-tools hold their own Role viewer" in reasons(plan)["Role team/viewer"]
+
+
+def test_a_copy_whose_source_is_gone_is_left_as_it_is() -> None:
+    hnc = team()
+    hnc.role("dev", "orphan", origin="team")
+    plan = hnc.plan()
+
+    assert "dev/orphan" not in marks(plan)
+    assert "HNC would have deleted it" in reasons(plan)["Role dev/orphan"]
+
+
+def test_two_parents_in_flight_keep_the_namespace_and_its_subtree_out() -> None:
+    hnc = team()
+    hnc.namespace("other")
+    hnc.namespace("split", annotations={ANNOTATION_SUBNAMESPACE_OF: "other"})
+    hnc.hierarchy("split", "dev")
+    hnc.full("below-split", "split")
+    plan = hnc.plan()
+
+    assert "two parents in flight" in reasons(plan)["namespace split"]
+    assert reasons(plan)["namespace below-split"] == "its ancestor split is not carried over"
+    assert all(name not in ("split", "below-split") for name, _ in plan.parents)
+
+
+def test_an_accurate_parent_label_that_disagrees_is_two_parents() -> None:
+    hnc = team()
+    hnc.namespace("elsewhere", {LABEL_TYPE: "root"})
+    hnc.namespace("moved", {LABEL_PARENT: "elsewhere"})
+    hnc.hierarchy("moved", "dev")
+    plan = hnc.plan()
+
+    assert "its accurate.cybozu.com/parent label says elsewhere" in reasons(plan)["namespace moved"]
+
+
+def test_cycles_and_missing_parents_are_reported() -> None:
+    hnc = team()
+    hnc.full("a", "b")
+    hnc.full("b", "a")
+    hnc.full("lost", "gone")
+    plan = hnc.plan()
+
+    assert reasons(plan)["namespace a"] == "its parents form a cycle: a -> b -> a"
+    assert reasons(plan)["namespace b"] == "its parents form a cycle: a -> b -> a"
+    assert reasons(plan)["namespace lost"] == "its parent gone does not exist"
+
+
+def test_anchors_in_conflict_or_missing_are_reported_and_pending_ones_carried_over() -> None:
+    hnc = team()
+    hnc.anchor("dev", "dev-tools")
+    hnc.namespace("orphan-sub", annotations={ANNOTATION_SUBNAMESPACE_OF: "team"})
+    hnc.anchor("dev", "not-yet")
+    plan = hnc.plan()
+
+    assert "Conflict" in reasons(plan)["SubnamespaceAnchor dev/dev-tools"]
+    assert "its anchor is gone" in reasons(plan)["namespace orphan-sub"]
+    assert ("orphan-sub", "team") in plan.parents
+    assert NewSubNamespace("dev", "not-yet", {}, {}) in plan.subnamespaces
+    assert all(name != "not-yet" for name, _ in plan.parents)
+
+
+def test_an_anchor_being_deleted_keeps_its_namespace_out() -> None:
+    hnc = team()
+    hnc.anchors[0]["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    plan = hnc.plan()
+
+    assert "HNC is deleting it" in reasons(plan)["namespace dev"]
+    assert plan.subnamespaces == ()
+    assert plan.roots == ()
+
+
+def test_what_accurate_has_no_equivalent_for_is_reported() -> None:
+    hnc = team()
+    hnc.world.namespaces["dev"]["metadata"]["labels"]["team.tree.hnc.x-k8s.io/depth"] = "1"
+    hnc.hierarchy("team", None, allowCascadingDeletion=True)
+    hnc.quotas.append({"metadata": {"name": "cpu", "namespace": "team"}})
+    found = reasons(hnc.plan())
+
+    assert (
+        "does not write tree labels"
+        in found["tree labels (<ancestor>.tree.hnc.x-k8s.io/depth) on 1 namespaces"]
+    )
+    assert "cluster-wide" in found["allowCascadingDeletion on namespace team"]
+    assert "no quota across a subtree" in found["HierarchicalResourceQuota team/cpu"]
+
+
+def test_propagated_kinds_come_from_hnc_config_and_discovery() -> None:
+    config = {
+        "spec": {
+            "resources": [
+                {"resource": "secrets", "mode": "Propagate"},
+                {"resource": "configmaps", "mode": "Remove"},
+                {"group": "networking.k8s.io", "resource": "networkpolicies", "mode": ""},
+                {"resource": "widgets", "group": "example.com", "mode": "AllowPropagate"},
+                {"group": "rbac.authorization.k8s.io", "resource": "roles", "mode": "Ignore"},
+            ]
+        }
+    }
+    kinds = propagated_kinds(config, DISCOVERY)
+
+    assert [(k.gvk.kind, k.plural, k.mode) for k in kinds.propagated] == [
+        ("Role", "roles", "Propagate"),
+        ("RoleBinding", "rolebindings", "Propagate"),
+        ("Secret", "secrets", "Propagate"),
+        ("NetworkPolicy", "networkpolicies", "Propagate"),
+    ]
+    assert kinds.propagated[2].gvk == SECRET
+    assert [n.what for n in kinds.not_carried] == ["resource widgets.example.com"]
+
+
+def test_hnc_counts_as_running_while_its_webhooks_or_pods_are_there() -> None:
+    webhook = {
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "hnc-validating-webhook-configuration"},
+        "webhooks": [{"name": "objects.hnc.x-k8s.io"}],
+    }
+    ours = {"kind": "ValidatingWebhookConfiguration", "metadata": {"name": "accurate"}}
+    stopped = {"metadata": {"name": "hnc-controller-manager", "namespace": "hnc-system"}}
+    scaled_down = copy.deepcopy(stopped) | {"spec": {"replicas": 0}}
+
+    assert hnc_still_running([webhook, ours], [stopped]) == (
+        "ValidatingWebhookConfiguration hnc-validating-webhook-configuration",
+        "Deployment hnc-system/hnc-controller-manager",
+    )
+    assert hnc_still_running([ours], [scaled_down]) == ()
+
+
+# Property: Accurate's controller adopts what the import hands over, in place.
+
+NAMES = ("n0", "n1", "n2", "n3", "n4", "n5")
+
+
+@st.composite
+def hnc_clusters(draw: st.DrawFn) -> Hnc:
+    """HNC forests (subnamespaces and full namespaces), Roles copied down from every namespace
+    with descendants, some copies missing, some exceptions, some stale copies."""
+    hnc = Hnc()
+    count = draw(st.integers(2, len(NAMES)))
+    parents: dict[str, str] = {}
+    for index, name in enumerate(NAMES[:count]):
+        parent = draw(st.sampled_from([None, *NAMES[:index]])) if index else None
+        if parent is None:
+            hnc.namespace(name)
+        elif draw(st.booleans()):
+            hnc.sub(name, parent, draw(st.sampled_from([{}, {"env": "x"}])))
+        else:
+            hnc.full(name, parent)
+        if parent:
+            parents[name] = parent
+    for name in NAMES[:count]:
+        exception = draw(
+            st.sampled_from([{}, {}, {EXCEPTION_NONE: "true"}, {EXCEPTION_TREE_SELECT: "n1"}])
+        )
+        hnc.role(name, f"from-{name}", **exception)
+        for below in _descendants(parents, name):
+            if not exception.get(EXCEPTION_NONE) and draw(st.integers(0, 4)):
+                hnc.role(below, f"from-{name}", origin=name)
+    if draw(st.booleans()):
+        hnc.role(NAMES[count - 1], "stale", origin=NAMES[0])
+    return hnc
+
+
+def _descendants(parents: dict[str, str], top: str) -> list[str]:
+    return [name for name in parents if top in _ancestors(parents, name)]
+
+
+def _ancestors(parents: dict[str, str], name: str) -> list[str]:
+    found = []
+    while name in parents:
+        name = parents[name]
+        found.append(name)
+    return found
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hnc_clusters())
+def test_accurate_adopts_the_imported_copies_in_place_and_the_import_is_idempotent(
+    hnc: Hnc,
+) -> None:
+    plan = hnc.plan()
+    before = {key: obj["metadata"]["uid"] for key, obj in hnc.world.objects.items()}
+    hnc.apply(plan)
+    assert hnc.plan().empty
+
+    hnc.world.config = plan.config
+    for _ in range(5):
+        passed = accurate_plan(hnc.world.snapshot())
+        if not passed.changes():
+            break
+        for action in passed.actions:
+            assert not isinstance(action, DeleteObject), action
+            if isinstance(action, CreateObject):
+                meta = action.object["metadata"]
+                assert (ROLE, meta["namespace"], meta["name"]) not in before, action
+        hnc.world.apply(passed)
+    assert not hnc.world.failures
+
+    for key, uid in before.items():
+        assert hnc.world.objects[key]["metadata"]["uid"] == uid
+    for mark in plan.copies:
+        adopted = hnc.world.obj(ROLE, mark.namespace, mark.name)
+        annotations = adopted["metadata"]["annotations"]
+        assert annotations[ANNOTATION_FROM] == mark.annotations[ANNOTATION_FROM]
+        assert ANNOTATION_SOURCE_HASH in annotations
+        assert LABEL_INHERITED_FROM not in (adopted["metadata"].get("labels") or {})
+        assert adopted["rules"] == RULES
+    assert hnc.plan().empty
