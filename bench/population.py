@@ -134,15 +134,17 @@ def _let_go(kube: Kube, name: str, parent: str) -> None:
 def delete_namespaces(target: Target, names: Sequence[str]) -> None:
     """Children first, so that no webhook refuses a parent that still has children."""
     kube = target.kube()
+    paths = ((kube, resource_path("", "v1", "namespaces", name=name)) for name in reversed(names))
+    in_parallel(delete, paths)
 
-    def delete(name: str) -> None:
-        try:
-            kube.delete(resource_path("", "v1", "namespaces", name=name))
-        except ApiError as error:
-            if not (error.not_found or error.code == 409):
-                raise
 
-    in_parallel(delete, ((name,) for name in reversed(names)))
+def delete(kube: Any, path: str) -> None:
+    """Delete what ``path`` names; already gone, or going (409), is fine for a clean-up."""
+    try:
+        kube.delete(path)
+    except ApiError as error:
+        if not (error.not_found or error.code == 409):
+            raise
 
 
 def secrets_path(namespace: str | None = None, name: str | None = None) -> str:

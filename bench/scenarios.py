@@ -1,4 +1,4 @@
-"""The measurements of issues 8 and 19, each filling a fresh cluster and returning its rows."""
+"""The measurements of issues 8, 19 and 20, each filling a fresh cluster and returning its rows."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from accurate_testbed.objects import secret, secret_data
 from accurate_testbed.processes import environment, free_port
 from accurate_testbed.waiting import wait_for
 from bench import controller, population
+from bench.admission import admission
 from bench.population import secrets_path
 from bench.report import Row, median, percentile, seconds
 from bench.target import WRITE_VERBS, Target
@@ -69,6 +70,8 @@ class Sizes:
     converge_sources: int = 200
     tree_namespaces: int = 5000
     tree_subtree: int = 500
+    admission: tuple[int, ...] = (2000, 10000)
+    admission_writes: int = 200
 
 
 QUICK = Sizes(
@@ -86,6 +89,8 @@ QUICK = Sizes(
     converge_sources=10,
     tree_namespaces=120,
     tree_subtree=30,
+    admission=(100,),
+    admission_writes=20,
 )
 
 
@@ -600,4 +605,5 @@ SCENARIOS: dict[str, Callable[[Target, Sizes], list[Row]]] = {
     "steady": steady_state,
     "converge": converge,
     "treelabels": tree_labels,
+    "admission": lambda target, sizes: admission(target, sizes.admission, sizes.admission_writes),
 }
