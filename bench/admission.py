@@ -1,4 +1,4 @@
-"""9: what the namespace webhook adds to a namespace write, the way production sees it (issue 20).
+"""10: what the namespace webhook adds to a namespace write, the way production sees it (issue 20).
 
 Namespace creations labelled with an Accurate parent go through the API server one after the
 other, timed at the client, first with no webhook registered, then with the controller's
@@ -78,7 +78,7 @@ def _at_size(target: Target, size: int, writes: int) -> list[Row]:
     reviews = running.metric(REVIEWS_METRIC) - reviews_before
     reads = target.count(controller.AGENT, frozenset({"get", "list"}), population.NAMESPACES)
     running.stop()
-    name = f"9 admission, {len(parents)} ns"
+    name = f"10 admission, {len(parents)} ns"
     return _rows(name, plain, hooked) + _counts(name, writes, reviews, reads)
 
 
