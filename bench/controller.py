@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,13 @@ CONFIG: dict[str, Any] = {
 }
 
 
-def start(target: Target, *flags: str) -> Process:
+def start(target: Target, *flags: str, settings: Mapping[str, Any] = CONFIG) -> Process:
     """A controller (no leader election, default resync, no webhook server unless ``flags``
-    ask for one: a later flag wins) that is running; not yet synced."""
+    ask for one: a later flag wins) that is running; not yet synced. ``settings`` is its
+    config file."""
     folder = Path(tempfile.mkdtemp(prefix="accurate-bench-controller-"))
     config = folder / "config.yaml"
-    config.write_text(yaml.safe_dump(CONFIG))
+    config.write_text(yaml.safe_dump(dict(settings)))
     arguments = [
         str(PROGRAM),
         "--kubeconfig",

@@ -14,7 +14,7 @@ from bench.scenarios import QUICK, SCENARIOS, Sizes
 from bench.target import Target
 
 # Quick mode measures only what its checks need.
-QUICK_SCENARIOS = ("cli", "subnamespace", "steady", "converge")
+QUICK_SCENARIOS = ("cli", "subnamespace", "steady", "converge", "admission")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -44,6 +44,7 @@ def sizes_for(options: argparse.Namespace) -> Sizes:
         converge_namespaces=scaled(base.converge_namespaces),
         converge_objects=scaled(base.converge_objects),
         converge_sources=scaled(base.converge_sources),
+        admission=tuple(scaled(size) for size in base.admission),
         runs=options.runs or base.runs,
         quiet=options.quiet or base.quiet,
     )

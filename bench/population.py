@@ -38,10 +38,10 @@ def in_parallel(
 
 
 def forest(
-    target: Target, roots: int, size: int, subnamespaces: bool = False
+    target: Target, roots: int, size: int, subnamespaces: bool = False, deepest: int = 4
 ) -> dict[str, list[str]]:
     """``roots`` trees of ``size`` namespaces in all, of mixed depth: each tree is a chain of
-    ``depth`` levels under its root, the rest hang off the chain's levels round-robin.
+    1 to ``deepest`` levels under its root, the rest hang off the chain's levels round-robin.
     Sub-namespaces carry a hand-set parent label, or with ``subnamespaces`` what the Go
     Accurate leaves (see ``_as_go_left_it``). Returns each root's descendants, parents before
     children."""
@@ -51,7 +51,7 @@ def forest(
     for r in range(roots):
         root = target.name(f"r{r}")
         layers[0].append((root, {LABEL_TYPE: TYPE_ROOT}))
-        depth = 1 + r % 4
+        depth = 1 + r % deepest
         chain = [root]
         trees[root] = []
         for i in range(1, per_tree):
@@ -134,15 +134,17 @@ def _let_go(kube: Kube, name: str, parent: str) -> None:
 def delete_namespaces(target: Target, names: Sequence[str]) -> None:
     """Children first, so that no webhook refuses a parent that still has children."""
     kube = target.kube()
+    paths = ((kube, resource_path("", "v1", "namespaces", name=name)) for name in reversed(names))
+    in_parallel(delete, paths)
 
-    def delete(name: str) -> None:
-        try:
-            kube.delete(resource_path("", "v1", "namespaces", name=name))
-        except ApiError as error:
-            if not (error.not_found or error.code == 409):
-                raise
 
-    in_parallel(delete, ((name,) for name in reversed(names)))
+def delete(kube: Any, path: str) -> None:
+    """Delete what ``path`` names; already gone, or going (409), is fine for a clean-up."""
+    try:
+        kube.delete(path)
+    except ApiError as error:
+        if not (error.not_found or error.code == 409):
+            raise
 
 
 def secrets_path(namespace: str | None = None, name: str | None = None) -> str:

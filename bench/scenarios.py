@@ -1,4 +1,4 @@
-"""The measurements of issues 8 and 19, each filling a fresh cluster and returning its rows."""
+"""The measurements of issues 8, 19 and 20, each filling a fresh cluster and returning its rows."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ import trustme
 from accurate_testbed.certificates import write_serving_pair
 from accurate_testbed.objects import secret, secret_data
 from accurate_testbed.processes import environment, free_port
+from accurate_testbed.waiting import wait_for
 from bench import controller, population
+from bench.admission import admission
 from bench.population import secrets_path
 from bench.report import Row, median, percentile, seconds
 from bench.startup import startup
@@ -35,7 +37,13 @@ from controller.webhook import (
     VALIDATE_SUBNAMESPACE_PATH,
 )
 from kubectl_accurate.flags import USER_AGENT as CLI_AGENT
-from libaccurate.constants import FINALIZER, GROUP, LABEL_PARENT, SUBNAMESPACE_PLURAL
+from libaccurate.constants import (
+    FINALIZER,
+    GROUP,
+    LABEL_PARENT,
+    LABEL_TYPE,
+    SUBNAMESPACE_PLURAL,
+)
 from libaccurate.kube import Kube, resource_path
 
 CONVERGE_TIMEOUT = 600.0
@@ -61,6 +69,10 @@ class Sizes:
     converge_namespaces: int = 2000
     converge_objects: int = 20000
     converge_sources: int = 200
+    tree_namespaces: int = 5000
+    tree_subtree: int = 500
+    admission: tuple[int, ...] = (2000, 10000)
+    admission_writes: int = 200
     startup_namespaces: int = 100
 
 
@@ -77,6 +89,10 @@ QUICK = Sizes(
     converge_namespaces=100,
     converge_objects=400,
     converge_sources=10,
+    tree_namespaces=120,
+    tree_subtree=30,
+    admission=(100,),
+    admission_writes=20,
 )
 
 
@@ -532,11 +548,65 @@ def _review(
     return took
 
 
+TREE_LABEL_SUFFIX = "tree.accurate.cybozu.com"
+DEEPEST_TREE = 6
+
+
+def tree_labels(target: Target, sizes: Sizes) -> list[Row]:
+    """9: tree labels (issue 14) on trees of depth up to 6: once every namespace carries them,
+    a quiet controller sends nothing; grafting a whole tree of ``tree_subtree`` namespaces
+    under another root rewrites exactly the namespaces whose labels change, once each."""
+    target.fresh()
+    roots = max(2, sizes.tree_namespaces // sizes.tree_subtree)
+    trees = population.forest(target, roots, sizes.tree_namespaces, deepest=DEEPEST_TREE)
+    kube = target.kube()
+    settings = {**controller.CONFIG, "treeLabels": {"suffix": TREE_LABEL_SUFFIX}}
+    running = controller.start(target, "--apiserver-qps-throttle", "0", settings=settings)
+    _settle(running)
+    scale = f"{sum(len(tree) + 1 for tree in trees.values())} ns, depth <= {DEEPEST_TREE}"
+    rows = _quiet(target, running, sizes.quiet, f"9 tree labels, {scale}")
+    moved, host = list(trees)[:2]
+    target.start_counting()
+    kube.patch(
+        resource_path("", "v1", "namespaces", name=moved),
+        {"metadata": {"labels": {LABEL_TYPE: None, LABEL_PARENT: host}}},
+    )
+    below = trees[moved][-1]
+    wait_for(
+        lambda: f"{host}.{TREE_LABEL_SUFFIX}/depth" in _labels(kube, below),
+        CONVERGE_TIMEOUT,
+        "the moved tree's labels",
+    )
+    _settle(running)
+    paths = target.write_paths(controller.AGENT)
+    running.stop()
+    expected = {moved, *trees[moved]}
+    written = None if paths is None else [path.rsplit("/", 1)[-1] for path in paths]
+    rows.append(
+        Row(
+            f"9 tree labels, a tree of {len(expected)} grafted under another root",
+            "writes for the move",
+            _counted(None if written is None else len(written)),
+            f"{len(expected)}, one per moved namespace",
+            None if written is None else sorted(written) == sorted(expected),
+            checked=True,
+        )
+    )
+    return rows
+
+
+def _labels(kube: Kube, namespace: str) -> Mapping[str, str]:
+    found = kube.get(resource_path("", "v1", "namespaces", name=namespace))
+    return (found.get("metadata") or {}).get("labels") or {}
+
+
 SCENARIOS: dict[str, Callable[[Target, Sizes], list[Row]]] = {
     "cli": cli_list,
     "fanout": fanout,
     "subnamespace": new_subnamespace,
     "steady": steady_state,
     "converge": converge,
+    "treelabels": tree_labels,
+    "admission": lambda target, sizes: admission(target, sizes.admission, sizes.admission_writes),
     "startup": startup,
 }

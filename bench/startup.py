@@ -1,4 +1,4 @@
-"""Scenario 9, start-up (issue 18): how long ``kubectl-accurate`` takes to start, in both forms
+"""Scenario 11, start-up (issue 18): how long ``kubectl-accurate`` takes to start, in both forms
 people install it, beside ``kubectl get ns -o name`` against the same small cluster.
 
 The forms: the console script pip installs (the one on PATH) and the release binary krew
@@ -159,7 +159,7 @@ def _rows(name: str, form: Form, kubectl: Form) -> list[Row]:
 
 
 def startup(target: Target, sizes: Sizes) -> list[Row]:
-    """9: start-up of both install forms beside kubectl, warm and cold."""
+    """11: start-up of both install forms beside kubectl, warm and cold."""
     target.fresh()
     size = sizes.startup_namespaces
     population.forest(target, max(1, size // NAMESPACES_PER_ROOT), size)
@@ -177,5 +177,5 @@ def startup(target: Target, sizes: Sizes) -> list[Row]:
         for _ in range(sizes.runs):
             _round(forms, env, cold=False)
             _round(forms, env, cold=True)
-    name = f"9 start-up, {size} ns"
+    name = f"11 start-up, {size} ns"
     return [row for form in forms for row in _rows(name, form, kubectl)]

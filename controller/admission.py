@@ -37,20 +37,28 @@ class AdmissionWebhooks:
         live: LiveReads,
         naming_policies: Sequence[NamingPolicy],
         allow_cascading_deletion: bool,
+        tree_label_suffix: str | None = None,
     ) -> None:
         self._live = live
         self._naming_policies = tuple(naming_policies)
         self._allow_cascading_deletion = allow_cascading_deletion
+        self._tree_label_suffix = tree_label_suffix
 
     def validate_namespace(self, body: Any) -> Answer:
         request = admission_request(body, "", "Namespace", needs_name=True)
         try:
-            forest = self._live.for_namespace(request.operation, request.new, request.old)
+            judged = self._live.for_namespace(request.operation, request.new, request.old)
         except KubeError as error:
             return _unavailable(request, error)
-        verdict = review_namespace(
-            request.operation, request.new, request.old, forest, self._allow_cascading_deletion
-        )
+        with judged as forest:
+            verdict = review_namespace(
+                request.operation,
+                request.new,
+                request.old,
+                forest,
+                self._allow_cascading_deletion,
+                self._tree_label_suffix,
+            )
         return admission_response(request, verdict), verdict.allowed
 
     def mutate_subnamespace(self, body: Any) -> Answer:
@@ -62,19 +70,20 @@ class AdmissionWebhooks:
         request = admission_request(body, GROUP, SUBNAMESPACE_KIND, needs_name=True)
         reviewed = request.new if request.new is not None else request.old
         try:
-            forest = self._live.for_subnamespace(
+            judged = self._live.for_subnamespace(
                 request.operation, reviewed or {}, self._allow_cascading_deletion
             )
         except KubeError as error:
             return _unavailable(request, error)
-        verdict = review_subnamespace(
-            request.operation,
-            request.new,
-            request.old,
-            forest,
-            self._naming_policies,
-            self._allow_cascading_deletion,
-        )
+        with judged as forest:
+            verdict = review_subnamespace(
+                request.operation,
+                request.new,
+                request.old,
+                forest,
+                self._naming_policies,
+                self._allow_cascading_deletion,
+            )
         return admission_response(request, verdict), verdict.allowed
 
 

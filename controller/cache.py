@@ -8,7 +8,8 @@ anything a watch could have lost. Only what the planner reads is kept: namespace
 for other managers' ``managedFields`` (the controller's own say which keys it owns),
 SubNamespaces and the sources and copies of watched kinds in full without ``managedFields``,
 every other object of a watched kind as a stub of its identity, labels and annotations, so
-memory stays bounded by what propagates.
+memory stays bounded by what propagates. The namespace forest the admission webhooks judge on is
+kept current with every namespace event, so that a review never pays for the cluster's size.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -32,7 +34,7 @@ from libaccurate.constants import (
     GROUP,
     SUBNAMESPACE_PLURAL,
 )
-from libaccurate.forest import Forest
+from libaccurate.forest import Forest, node_from_object
 from libaccurate.kube import ApiError, Kube, KubeError, resource_path
 
 Obj = dict[str, Any]
@@ -172,7 +174,7 @@ class Cache:
         self._version = 0
         self._stopping = False
         self._changed = threading.Condition()
-        self._forest: tuple[int, Forest] | None = None
+        self._forest = Forest()
 
     def start(self, stop: threading.Event) -> None:
         """Start one thread per kind; they run until ``stop`` is set (daemon threads). Waits
@@ -205,15 +207,15 @@ class Cache:
         with self._changed:
             return list(self._objects[resource].values())
 
-    def forest(self) -> Forest:
-        """The namespace forest as cached; the admission webhooks ask for it on every request,
-        so it is built again only after the cache changed."""
+    @contextmanager
+    def reading(self) -> Iterator[Forest]:
+        """The namespace forest as cached, held still while the caller reads it.
+
+        Watch events wait meanwhile, so the caller must only read it (or undo what it changed)
+        and must not wait on anything, the API least of all: the forest is shared.
+        """
         with self._changed:
-            version = self._version
-            if self._forest is None or self._forest[0] != version:
-                namespaces = list(self._objects[NAMESPACES].values())
-                self._forest = (version, Forest.build(namespaces))
-            return self._forest[1]
+            yield self._forest
 
     def sizes(self) -> dict[str, int]:
         with self._changed:
@@ -277,6 +279,8 @@ class Cache:
         with self._changed:
             old = self._objects[resource]
             self._objects[resource] = objects
+            if resource == NAMESPACES:
+                self._forest = Forest.build(objects.values())
             self._positions[resource] = version
             first = resource not in self._listed
             self._listed.add(resource)
@@ -300,9 +304,13 @@ class Cache:
                 if found is None or _version(found) != version:
                     kept = keep(obj)
                     objects[_key(kept)] = kept
+                    if resource == NAMESPACES:
+                        self._forest.upsert(node_from_object(kept))
                     self._bump()
                     return version
             elif kind == "DELETED" and objects.pop(_key(obj), None) is not None:
+                if resource == NAMESPACES:
+                    self._forest.remove(_key(obj)[1])
                 self._bump()
                 return version
             self._changed.notify_all()

@@ -7,11 +7,16 @@ reads live the namespaces a reference leads to when the cache lacks them, the na
 before deciding whether deleting its SubNamespace deletes it, and the current dependents of a
 namespace before it may lose what others depend on. A failed read fails the review (KubeError)
 rather than let a request through unchecked.
+
+The cache's forest is shared and kept current by watch events, so a review never copies or
+rebuilds it: the live reads happen first, with the forest let go, and the verdict is reached
+while the forest is held, with the corrections put in place for that moment and taken out again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
 from libaccurate.admission import CREATE, DELETE, UPDATE
@@ -23,17 +28,25 @@ _NAMESPACES = resource_path("", "v1", "namespaces")
 # A chain of parent/template links is short; this only stops a pathological one.
 _MAX_LIVE_READS = 64
 
+Corrections = Mapping[str, Node | None]
+
 
 class NamespaceSource(Protocol):
     """Where the webhooks get the namespace forest from: the controller's cache."""
 
-    def forest(self) -> Forest:
-        """The forest of every namespace as last seen; it may lag behind the API a little."""
+    def reading(self) -> AbstractContextManager[Forest]:
+        """The forest of every namespace as last seen (it may lag behind the API a little),
+        held still until the block ends. The holder may change it only if it restores it
+        before the end, and must not wait on anything meanwhile."""
         ...
 
 
 class LiveReads:
-    """Forests for reviews: ``namespaces`` (the cache) corrected with reads through ``kube``."""
+    """Forests for reviews: ``namespaces`` (the cache) corrected with reads through ``kube``.
+
+    Each method reads what the review needs and returns the forest to judge on, to be used in
+    a ``with`` block that holds it still: keep the block to the verdict alone.
+    """
 
     def __init__(self, namespaces: NamespaceSource, kube: Kube) -> None:
         self._namespaces = namespaces
@@ -41,27 +54,27 @@ class LiveReads:
 
     def for_namespace(
         self, operation: str, new: Mapping[str, Any] | None, old: Mapping[str, Any] | None
-    ) -> Forest:
+    ) -> AbstractContextManager[Forest]:
         """The forest to judge a CREATE, UPDATE or DELETE of a namespace on."""
-        view = _LiveView(self._namespaces.forest(), self._kube)
+        view = _LiveView(self._namespaces, self._kube)
         if operation == DELETE:
             view.refresh_dependents(_name(old))
-            return view.forest
+            return view.judged()
         after = node_from_object(new or {})
         if operation == UPDATE and _links(after) == _links(node_from_object(old or {})):
-            return view.forest
+            return view.judged()
         if after.source is not None:
             view.include_chain(after.source)
         if operation == UPDATE:
             view.refresh_dependents(after.name)
-        return view.forest
+        return view.judged()
 
     def for_subnamespace(
         self, operation: str, obj: Mapping[str, Any], allow_cascading_deletion: bool
-    ) -> Forest:
+    ) -> AbstractContextManager[Forest]:
         """The forest to judge a CREATE or DELETE of the SubNamespace ``obj`` on (its old self
         for a DELETE)."""
-        view = _LiveView(self._namespaces.forest(), self._kube)
+        view = _LiveView(self._namespaces, self._kube)
         metadata = obj["metadata"]
         if operation == CREATE:
             view.include_chain(metadata["namespace"])
@@ -71,19 +84,30 @@ class LiveReads:
             view.refresh(metadata["name"])
             view.include_chain(metadata["name"])
             view.refresh_dependents(metadata["name"])
-        return view.forest
+        return view.judged()
 
 
 class _LiveView:
-    """A forest from the cache, corrected with live reads of the namespaces a review needs."""
+    """The cache's forest and the live reads that correct it for one review."""
 
-    def __init__(self, cached: Forest, kube: Kube) -> None:
-        self.forest = cached
+    def __init__(self, namespaces: NamespaceSource, kube: Kube) -> None:
+        self._namespaces = namespaces
         self._kube = kube
+        self._corrections: dict[str, Node | None] = {}
+
+    @contextmanager
+    def judged(self) -> Iterator[Forest]:
+        """The cached forest held still, with the corrections in place until the block ends."""
+        with self._namespaces.reading() as forest:
+            undo = _apply(forest, self._corrections)
+            try:
+                yield forest
+            finally:
+                _apply(forest, undo)
 
     def refresh(self, name: str) -> None:
-        """Replace the cached ``name`` by what the API says now (gone if it is gone)."""
-        self._update({name: self._get(name)})
+        """Take what the API says of ``name`` now over the cache (gone if it is gone)."""
+        self._corrections[name] = self._get(name)
 
     def include_chain(self, name: str) -> None:
         """Make ``name`` and every namespace above it known, reading missing ones live.
@@ -91,44 +115,27 @@ class _LiveView:
         A name the API does not have either stays missing, so the rule sees it as missing.
         """
         for _ in range(_MAX_LIVE_READS):
-            unknown = self._first_unknown(name)
+            with self.judged() as forest:
+                unknown = _first_unknown(forest, name)
             if unknown is None:
                 return
             found = self._get(unknown)
             if found is None:
                 return
-            self._update({unknown: found})
+            self._corrections[unknown] = found
 
     def refresh_dependents(self, name: str) -> None:
-        """Replace what the cache says depends on ``name`` by what the API says now."""
+        """Take what the API says depends on ``name`` now over what the cache says."""
         live = [
             node_from_object(obj)
             for label in (LABEL_PARENT, LABEL_TEMPLATE)
             for obj in self._list(f"{label}={name}")
         ]
         current = {node.name for node in live}
-        changes: dict[str, Node | None] = {node.name: node for node in live}
-        for stale in set(self.forest.dependents(name)) - current:
-            changes[stale] = self._get(stale)
-        self._update(changes)
-
-    def _first_unknown(self, name: str) -> str | None:
-        if name not in self.forest:
-            return name
-        chain = self.forest.walk_sources(name)
-        return chain.names[-1] if chain.end == "missing" else None
-
-    def _update(self, changes: Mapping[str, Node | None]) -> None:
-        """Rebuild the forest only when the live reads differ from the cache."""
-        if all(self.forest.get(name) == node for name, node in changes.items()):
-            return
-        nodes = dict(self.forest.nodes)
-        for name, node in changes.items():
-            if node is None:
-                nodes.pop(name, None)
-            else:
-                nodes[name] = node
-        self.forest = Forest.build(nodes.values())
+        with self.judged() as forest:
+            stale = set(forest.dependents(name)) - current
+        self._corrections.update({node.name: node for node in live})
+        self._corrections.update({gone: self._get(gone) for gone in stale})
 
     def _get(self, name: str) -> Node | None:
         try:
@@ -143,6 +150,28 @@ class _LiveView:
     def _list(self, selector: str) -> list[dict[str, Any]]:
         listed = self._kube.list_objects(_NAMESPACES, labelSelector=selector)
         return list(listed.get("items") or [])
+
+
+def _apply(forest: Forest, corrections: Corrections) -> dict[str, Node | None]:
+    """Put ``corrections`` in ``forest``; returns what undoes the ones that changed it."""
+    undo = {}
+    for name, node in corrections.items():
+        held = forest.get(name)
+        if held == node:
+            continue
+        undo[name] = held
+        if node is None:
+            forest.remove(name)
+        else:
+            forest.upsert(node)
+    return undo
+
+
+def _first_unknown(forest: Forest, name: str) -> str | None:
+    if name not in forest:
+        return name
+    chain = forest.walk_sources(name)
+    return chain.names[-1] if chain.end == "missing" else None
 
 
 def _links(node: Node) -> tuple[str | None, str | None, str | None]:

@@ -70,6 +70,7 @@ class Loop:
         self.owners = owners
         self.sudoers = sudoers
         self._problems: Mapping[str, Problem] = {}
+        self._label_problems: Mapping[str, tuple[str, ...]] = {}
 
     def run(self, stop: threading.Event) -> None:
         pause = Backoff(first=0.5, limit=60.0)
@@ -115,6 +116,7 @@ class Loop:
                 self.sudoers.keep(snapshot)
             planned = plan(snapshot)
             self._report_problems(planned.problems)
+            self._report_label_problems(planned.label_problems)
             if not planned.steps:
                 return None
             report = self.applier.apply(planned, snapshot)
@@ -164,3 +166,12 @@ class Loop:
         for name in self._problems.keys() - problems.keys():
             log.info("namespace chain repaired", extra={"namespace": name})
         self._problems = dict(problems)
+
+    def _report_label_problems(self, problems: Mapping[str, tuple[str, ...]]) -> None:
+        """Log tree labels that cannot be written when that starts, not in every pass."""
+        for name, lines in problems.items():
+            if self._label_problems.get(name) != lines:
+                log.warning(
+                    "namespace lacks tree labels", extra={"namespace": name, "problem": lines}
+                )
+        self._label_problems = dict(problems)

@@ -73,6 +73,7 @@ class WebhookServer:
         naming_policies: Sequence[NamingPolicy],
         allow_cascading_deletion: bool,
         observe: Observer | None = None,
+        tree_label_suffix: str | None = None,
     ) -> None:
         self.addr = addr
         self.host, self._requested_port = parse_addr(addr)
@@ -81,7 +82,10 @@ class WebhookServer:
         self._httpd: _HttpsServer | None = None
         self._thread: threading.Thread | None = None
         admission = AdmissionWebhooks(
-            LiveReads(namespaces, kube), naming_policies, allow_cascading_deletion
+            LiveReads(namespaces, kube),
+            naming_policies,
+            allow_cascading_deletion,
+            tree_label_suffix,
         )
         self._routes: dict[str, Callable[[Any], Answer]] = {
             VALIDATE_NAMESPACE_PATH: admission.validate_namespace,

@@ -5,7 +5,7 @@ cross-compile, so CI runs it once per platform) and packs
 ``kubectl-accurate_<tag>_<os>_<arch>.tar.gz`` with the binary, the ``_internal`` folder beside it
 and LICENSE at the archive root. The binary is PyInstaller's one-folder kind: a one-file binary
 unpacks its whole Python into a temporary folder on every run, which cost every command about
-0.6 s (bench scenario 9, bench/RESULTS.md); the folder is unpacked once, by krew.
+0.6 s (bench scenario 11, bench/RESULTS.md); the folder is unpacked once, by krew.
 ``manifest`` then takes the archives of every platform, writes ``checksums.txt`` and renders
 the krew manifest ``krew/accurate.yaml`` from ``krew/accurate.template.yaml``.
 

@@ -16,10 +16,20 @@ from typing import Any
 from kubectl_accurate.arguments import NO_TYPE
 from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.output import CliError, Printer, shorten
+from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from kubectl_accurate.watched import Watched
 from libaccurate.cloning import copied_from, propagate_mode
-from libaccurate.constants import EVENT_COMPONENT, SUBNAMESPACE_KIND, TYPE_ROOT, TYPE_TEMPLATE
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.closing import NEEDS_A_PERSON
+from libaccurate.constants import (
+    CONDITION_READY,
+    EVENT_COMPONENT,
+    SUBNAMESPACE_KIND,
+    TYPE_ROOT,
+    TYPE_TEMPLATE,
+)
+from libaccurate.kube import ApiError, Kube, KubeError, resource_path
+from libaccurate.selection import EVERYWHERE, selection_of
+from libaccurate.treelabels import is_tree_label, tree_label_suffix, tree_labels
 
 
 @dataclass(frozen=True)
@@ -29,6 +39,8 @@ class Row:
     name: str
     from_: str
     mode: str
+    exceptions: str = ""
+    error: str | None = None
 
 
 # The controller tells of a pass in a handful of Events; the latest few say what it last did.
@@ -60,6 +72,16 @@ class Description:
     rows: tuple[Row, ...]
     skipped: tuple[tuple[str, str], ...]
     events: tuple[EventRow, ...] = ()
+    tree_labels: tuple[tuple[str, str], ...] = ()
+    label_problems: tuple[str, ...] = ()
+    stuck: tuple[str, ...] = ()
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """Every problem the controller sees on this namespace, with its reason."""
+        bad = tuple(f"{r.kind} {r.name}: {r.error}" for r in self.rows if r.error is not None)
+        chain = (self.problem,) if self.problem else ()
+        return (*chain, *self.label_problems, *bad, *self.stuck)
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -70,6 +92,9 @@ class Description:
             "children": list(self.children),
             "instances": list(self.instances),
             "problem": self.problem,
+            # Left out when empty, so that output of clusters without them stays as it was.
+            **({"problems": list(self.problems)} if self.problems else {}),
+            **({"treeLabels": dict(self.tree_labels)} if self.tree_labels else {}),
             "watchedKinds": {
                 "source": self.watched.source,
                 "fromConfig": self.watched.from_config,
@@ -82,6 +107,7 @@ class Description:
                     "name": row.name,
                     "from": row.from_,
                     "mode": row.mode,
+                    **({"exceptions": row.exceptions} if row.exceptions else {}),
                 }
                 for row in self.rows
             ],
@@ -100,7 +126,13 @@ class Description:
         }
 
 
-def describe(kube: Kube, namespaces: Namespaces, name: str, watched: Watched) -> Description:
+def describe(
+    kube: Kube,
+    namespaces: Namespaces,
+    name: str,
+    watched: Watched,
+    api: SubNamespaceApi | None = None,
+) -> Description:
     namespace = namespaces.get(name)
     if namespace is None:
         raise CliError(f"namespace {name} not found")
@@ -119,6 +151,7 @@ def describe(kube: Kube, namespaces: Namespaces, name: str, watched: Watched) ->
         rows.extend(_row(gvk.kind, gvk.api_version, item) for item in items if _propagated(item))
     events = _events(kube, name, node.parent, skipped)
     problem = forest.problem(name)
+    suffix = tree_label_suffix(name, node.labels)
     return Description(
         name=name,
         type=node.type if node.type else NO_TYPE,
@@ -131,7 +164,41 @@ def describe(kube: Kube, namespaces: Namespaces, name: str, watched: Watched) ->
         rows=tuple(sorted(rows, key=lambda r: (r.kind, r.name))),
         skipped=tuple(skipped),
         events=events,
+        tree_labels=tuple(
+            sorted(
+                ((k, v) for k, v in node.labels.items() if suffix and is_tree_label(k, suffix)),
+                key=lambda item: (-int(item[1]) if item[1].isdigit() else 0, item[0]),
+            )
+        ),
+        label_problems=tree_labels(forest, node, suffix).problems if suffix else (),
+        stuck=_stuck(api, name, node.parent, skipped) if api else (),
     )
+
+
+def _stuck(
+    api: SubNamespaceApi, name: str, parent: str | None, skipped: list[tuple[str, str]]
+) -> tuple[str, ...]:
+    """What the controller reports as needing a person (a conflict, a broken chain) on the
+    SubNamespace of this namespace and on those in it, from their Ready conditions."""
+    found: list[Mapping[str, Any]] = []
+    try:
+        if parent is not None:
+            own = api.get(parent, name)
+            found.extend([own] if own else [])
+        found.extend(api.list(name))
+    except KubeError as error:
+        skipped.append(("subnamespaces", str(error)))
+    lines = []
+    for sub in found:
+        meta = sub.get("metadata") or {}
+        for condition in (sub.get("status") or {}).get("conditions") or ():
+            if (
+                condition.get("type") == CONDITION_READY
+                and condition.get("reason") in NEEDS_A_PERSON
+            ):
+                where = f"SubNamespace {meta.get('namespace')}/{meta.get('name')}"
+                lines.append(f"{where}: {condition['reason']}: {condition.get('message', '')}")
+    return tuple(lines)
 
 
 def _events(
@@ -174,12 +241,17 @@ def _propagated(obj: Mapping[str, Any]) -> bool:
 
 
 def _row(kind: str, api_version: str, obj: Mapping[str, Any]) -> Row:
+    """A propagated object; the exceptions shown are a source's own (a copy carries its
+    source's annotations, which the controller reads on the source only)."""
+    selection = EVERYWHERE if copied_from(obj) else selection_of(obj)
     return Row(
         kind,
         api_version,
         obj["metadata"]["name"],
         copied_from(obj) or "",
         propagate_mode(obj) or "",
+        selection.describe() if selection.narrowed else "",
+        selection.error,
     )
 
 
@@ -200,8 +272,10 @@ def show(printer: Printer, description: Description) -> None:
         fields.append(("Children", _count(description.children)))
     if description.instances or description.type == TYPE_TEMPLATE:
         fields.append(("Instances", _count(description.instances)))
-    if description.problem:
-        fields.append(("Problem", description.problem))
+    if description.tree_labels:
+        labels = ", ".join(f"{key}={value}" for key, value in description.tree_labels)
+        fields.append(("Tree labels", labels))
+    fields.extend(("Problem", problem) for problem in description.problems)
     fields.append(("Watched kinds", description.watched.source))
     width = max(len(label) for label, _ in fields) + 2
     for label, value in fields:
@@ -211,11 +285,18 @@ def show(printer: Printer, description: Description) -> None:
         printer.line(("Resources:", "bold"), " none propagated into or from this namespace")
     else:
         printer.line(("Resources:", "bold"))
-        table = [(r.kind, r.name, r.from_ or "-", r.mode or "-") for r in description.rows]
-        printer.table(("KIND", "NAME", "FROM", "MODE"), table, indent="  ")
+        exceptions = any(r.exceptions for r in description.rows)
+        table = [_resource_line(r, exceptions) for r in description.rows]
+        header = ("KIND", "NAME", "FROM", "MODE", *(("EXCEPTIONS",) if exceptions else ()))
+        printer.table(header, table, indent="  ")
     _show_events(printer, description.events)
     for resource, reason in description.skipped:
         printer.line(("Skipped:", "yellow"), f" {resource}: {reason}")
+
+
+def _resource_line(row: Row, exceptions: bool) -> tuple[str, ...]:
+    line = (row.kind, row.name, row.from_ or "-", row.mode or "-")
+    return (*line, row.exceptions or "-") if exceptions else line
 
 
 def _show_events(printer: Printer, events: tuple[EventRow, ...]) -> None:

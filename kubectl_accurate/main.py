@@ -213,21 +213,44 @@ def sub() -> None:
 # Reading commands
 
 
-@command(root, "list", "list", "list team-a -o yaml")
+@command(root, "list", "list", "list team-a -o yaml", "list --markers")
 @namespace_argument("top", "[ROOT]", required=False)
 @output_option
-def list_trees(ctx: click.Context, top: str | None, output: str | None) -> None:
+@click.option(
+    "--markers",
+    is_flag=True,
+    help="Mark how each namespace got there ([r] root, [s] SubNamespace, [g] grafted, "
+    "[i] template instance, [!] broken), with a legend; one more request.",
+)
+def list_trees(ctx: click.Context, top: str | None, output: str | None, markers: bool) -> None:
     """List namespace trees (alias: ls).
 
     Without ROOT, every root namespace and the sub-namespaces below it; with ROOT, only the
-    tree under that namespace. Costs one request, whatever the number of namespaces. Without
-    the right to list namespaces: the tree of ROOT, else of the current namespace, as far as
-    you may read it.
+    tree under that namespace. Costs one request, whatever the number of namespaces (two with
+    --markers). Without the right to list namespaces: the tree of ROOT, else of the current
+    namespace, as far as you may read it.
     """
     namespaces = _view(ctx, [top], below=True)
     forest = namespaces.forest
     tops = _tops(forest.roots(), top, namespaces, "roots")
-    _show_trees(tops, forest.children, "children", output)
+    if not markers:
+        _show_trees(tops, forest.children, "children", output)
+        return
+    from kubectl_accurate import markers as marking
+    from libaccurate.kube import KubeError
+
+    try:
+        made: set[str] | None = marking.made_by_subnamespaces(forest, _api(ctx).list(None))
+    except KubeError:
+        made = None
+    _show_trees(
+        tops,
+        forest.children,
+        "children",
+        output,
+        marking.marker(forest, made),
+        marking.legend(made),
+    )
 
 
 sub.add_command(root.commands["list"], "list")
@@ -266,16 +289,21 @@ def _tops(
 
 
 def _show_trees(
-    tops: tuple[str, ...], step: Callable[[str], tuple[str, ...]], key: str, output: str | None
+    tops: tuple[str, ...],
+    step: Callable[[str], tuple[str, ...]],
+    key: str,
+    output: str | None,
+    mark: Callable[[str], str] | None = None,
+    legend: str = "",
 ) -> None:
     from kubectl_accurate import trees
 
-    grown = [trees.grow(top, step) for top in tops]
+    grown = [trees.grow(top, step, mark) for top in tops]
     printer = Printer()
     if output:
         printer.data([trees.to_data(tree, key) for tree in grown], output)
     else:
-        trees.draw(printer, grown)
+        trees.draw(printer, grown, legend)
 
 
 @command(namespace, "describe", "ns describe team-a-dev")
@@ -297,8 +325,9 @@ def describe_namespace(
     namespaces = _view(ctx, [name], below=True)
     if namespaces.get(name) is None:
         raise CliError(namespaces.missing(name))
-    kube = connect(ctx)
-    found = describe.describe(kube, namespaces, name, find_watched(kube, accurate_namespace))
+    api = _api(ctx)
+    watched = find_watched(api.kube, accurate_namespace)
+    found = describe.describe(api.kube, namespaces, name, watched, api)
     printer = Printer()
     if output:
         printer.data(found.to_data(), output)

@@ -77,7 +77,8 @@ class SubNamespaceApi:
             raise
         return subnamespaces.read(found)
 
-    def list(self, namespace: str) -> list[dict[str, Any]]:
+    def list(self, namespace: str | None) -> list[dict[str, Any]]:
+        """The SubNamespaces of ``namespace``, or of every namespace when it is None."""
         found = self._call(lambda v: self.kube.list_objects(subnamespaces.path(namespace, None, v)))
         return [subnamespaces.read(item) for item in found.get("items") or []]
 

@@ -22,16 +22,21 @@ class Tree:
     name: str
     below: tuple[Tree, ...]
     repeated: bool = False
+    marker: str = ""
 
 
-def grow(top: str, step: Callable[[str], Sequence[str]]) -> Tree:
-    """The tree under ``top``, following ``step`` (children or instances)."""
+def grow(
+    top: str, step: Callable[[str], Sequence[str]], mark: Callable[[str], str] | None = None
+) -> Tree:
+    """The tree under ``top``, following ``step`` (children or instances); ``mark`` gives
+    each namespace its markers."""
 
     def visit(name: str, path: frozenset[str]) -> Tree:
+        marker = mark(name) if mark else ""
         if name in path:
-            return Tree(name, (), repeated=True)
+            return Tree(name, (), repeated=True, marker=marker)
         inner = path | {name}
-        return Tree(name, tuple(visit(child, inner) for child in step(name)))
+        return Tree(name, tuple(visit(child, inner) for child in step(name)), marker=marker)
 
     return visit(top, frozenset())
 
@@ -49,15 +54,20 @@ def _below(tree: Tree, prefix: str) -> Iterator[tuple[str, Tree]]:
         yield from _below(child, prefix + (SPACE if last else PIPE))
 
 
-def draw(printer: Printer, trees: Sequence[Tree]) -> None:
+def draw(printer: Printer, trees: Sequence[Tree], legend: str = "") -> None:
+    """The trees, each namespace followed by its markers, then ``legend`` if given."""
     for tree in trees:
         for prefix, node in lines(tree):
+            marker = (f" [{node.marker}]", "dim") if node.marker else ""
             if node is tree:
-                printer.line((node.name, "bold cyan"))
+                printer.line((node.name, "bold cyan"), marker)
             elif node.repeated:
-                printer.line(prefix, (node.name, "red"), (" (cycle)", "red"))
+                printer.line(prefix, (node.name, "red"), marker, (" (cycle)", "red"))
             else:
-                printer.line((prefix, "dim"), node.name)
+                printer.line((prefix, "dim"), node.name, marker)
+    if legend:
+        printer.line("")
+        printer.line((legend, "dim"))
 
 
 def to_data(tree: Tree, key: str) -> dict[str, Any]:
@@ -65,4 +75,6 @@ def to_data(tree: Tree, key: str) -> dict[str, Any]:
     data: dict[str, Any] = {"name": tree.name, key: [to_data(child, key) for child in tree.below]}
     if tree.repeated:
         data["cycle"] = True
+    if tree.marker:
+        data["markers"] = tree.marker.split(",")
     return data

@@ -15,6 +15,7 @@ from typing import Any
 
 from libaccurate.config import NamingPolicy
 from libaccurate.constants import (
+    ANNOTATION_ALLOW_CASCADING_DELETION,
     FINALIZER,
     LABEL_PARENT,
     LABEL_TEMPLATE,
@@ -23,7 +24,9 @@ from libaccurate.constants import (
     TYPE_TEMPLATE,
 )
 from libaccurate.forest import Forest, Node, node_from_object
+from libaccurate.lifecycle import cascades
 from libaccurate.naming import check_name
+from libaccurate.treelabels import is_tree_label, tree_labels
 from libaccurate.validation import (
     FieldError,
     validate_annotations,
@@ -57,13 +60,25 @@ def review_namespace(
     old: Mapping[str, Any] | None,
     forest: Forest,
     allow_cascading_deletion: bool,
+    tree_label_suffix: str | None = None,
 ) -> Verdict:
-    """Validate a CREATE, UPDATE or DELETE of a Namespace."""
+    """Validate a CREATE, UPDATE or DELETE of a Namespace.
+
+    With tree labels on (``tree_label_suffix``), a tree label may change only to what the
+    controller keeps there, whoever asks: the controller's own writes pass, a hand edit does not.
+    """
     if operation == CREATE:
-        return _verdict(_namespace_denial(node_from_object(_required(new, operation)), forest))
+        node = node_from_object(_required(new, operation))
+        return _verdict(
+            _tree_label_denial(node, {}, forest, tree_label_suffix)
+            or _namespace_denial(node, forest)
+        )
     if operation == UPDATE:
         after = node_from_object(_required(new, operation))
         before = node_from_object(_required(old, operation))
+        denial = _tree_label_denial(after, before.labels, forest, tree_label_suffix)
+        if denial is not None:
+            return Verdict(False, denial)
         if _links(after) == _links(before):
             # Nothing Accurate cares about changed, so even a namespace in a broken part of the
             # forest can still be edited (for example to fix its other labels).
@@ -159,6 +174,36 @@ def _label_denial(node: Node) -> str | None:
             f"{node.parent} and is labelled {LABEL_TYPE}={node.type}"
         )
     return None
+
+
+def _tree_label_denial(
+    node: Node, before: Mapping[str, str], forest: Forest, suffix: str | None
+) -> str | None:
+    """Tree labels are the controller's: each one a request adds, changes or removes must end
+    up as the namespace's place in its tree says."""
+    if suffix is None:
+        return None
+    keys = {*node.labels, *before}
+    changed = sorted(
+        key
+        for key in keys
+        if is_tree_label(key, suffix) and node.labels.get(key) != before.get(key)
+    )
+    if not changed:
+        return None
+    expected = tree_labels(forest, node, suffix).labels
+    wrong = [key for key in changed if node.labels.get(key) != expected.get(key)]
+    if not wrong:
+        return None
+    return (
+        f"label {wrong[0]} of namespace {node.name} is a tree label, kept by Accurate from the "
+        f"namespace's place in its tree ({_tree_label_value(expected.get(wrong[0]))}); "
+        f"move the namespace (its {LABEL_PARENT} label) instead of editing tree labels"
+    )
+
+
+def _tree_label_value(value: str | None) -> str:
+    return "it must not be set" if value is None else f"it must be {value!r}"
 
 
 def _chain_denial(node: Node, forest: Forest) -> str | None:
@@ -352,12 +397,14 @@ def _subnamespace_deletion_denial(obj: Mapping[str, Any], forest: Forest) -> str
     metadata = obj["metadata"]
     namespace, name = metadata["namespace"], metadata["name"]
     node = forest.get(name)
-    if node is None or node.parent != namespace:
+    if node is None or node.parent != namespace or cascades(obj):
         return None
     children = forest.children(name)
     if not children:
         return None
     return (
         f"child namespaces exist: deleting SubNamespace {namespace}/{name} would delete "
-        f"namespace {name}, which has sub-namespaces {_names(children)}; delete them first"
+        f"namespace {name}, which has sub-namespaces {_names(children)}; delete them first, "
+        f'or annotate the SubNamespace with {ANNOTATION_ALLOW_CASCADING_DELETION}="true" to '
+        "delete the whole subtree with it"
     )

@@ -52,7 +52,7 @@ NAMED = 3
 _SUBNAMESPACE_ACTIONS = (AddFinalizer, RemoveFinalizer, PatchSubNamespaceStatus)
 _OBJECT_ACTIONS = (CreateObject, ReplaceObject, DeleteObject, AnnotateObject)
 # Why a SubNamespace is not Ready that only a person can mend: told once, when it starts.
-_NEEDS_A_PERSON = frozenset({REASON_CONFLICT, *get_args(ProblemReason)})
+NEEDS_A_PERSON = frozenset({REASON_CONFLICT, *get_args(ProblemReason)})
 Closer = PatchSubNamespaceStatus | EmitEvent
 
 
@@ -128,7 +128,7 @@ def _newly_stuck(sub: Mapping[str, Any], ready: Condition) -> bool:
     """Whether ``ready`` says only a person can mend the SubNamespace, and it did not before."""
     conditions = (sub.get("status") or {}).get("conditions") or ()
     before = next((c.get("reason") for c in conditions if c.get("type") == CONDITION_READY), None)
-    return ready.reason in _NEEDS_A_PERSON and before != ready.reason
+    return ready.reason in NEEDS_A_PERSON and before != ready.reason
 
 
 def _left_over(plan: Plan, happened: Mapping[int, Happened]) -> tuple[dict[str, str], set[str]]:

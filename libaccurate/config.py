@@ -18,6 +18,7 @@ import yaml
 from libaccurate.constants import RESERVED_PREFIX
 from libaccurate.globs import GlobError, validate_glob
 from libaccurate.naming import compile_policy_root
+from libaccurate.validation import validate_dns1123_subdomain
 
 
 @dataclass(frozen=True, order=True)
@@ -42,6 +43,13 @@ class NamingPolicy:
 
 
 @dataclass(frozen=True)
+class TreeLabelSettings:
+    """``treeLabels``: every namespace of a tree gets ``<ancestor>.<suffix>/depth`` labels."""
+
+    suffix: str
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated configuration; the empty config is valid and propagates nothing."""
 
@@ -53,6 +61,13 @@ class Config:
     propagate_label_key_excludes: tuple[str, ...] = ()
     propagate_annotation_key_excludes: tuple[str, ...] = ()
     naming_policies: tuple[NamingPolicy, ...] = ()
+    # Ours, not the Go Accurate's: None keeps tree labels off (issue 14, docs/hnc-features.md).
+    tree_labels: TreeLabelSettings | None = None
+
+    @property
+    def tree_label_suffix(self) -> str | None:
+        """What tree label keys end with, or None when tree labels are off."""
+        return self.tree_labels.suffix if self.tree_labels else None
 
 
 @dataclass(frozen=True)
@@ -92,9 +107,16 @@ _EXCLUDE_FIELDS = {
     "propagateLabelKeyExcludes": "propagate_label_key_excludes",
     "propagateAnnotationKeyExcludes": "propagate_annotation_key_excludes",
 }
-_TOP_LEVEL_FIELDS = (*_INHERITED_KEY_FIELDS, "watches", *_EXCLUDE_FIELDS, "namingPolicies")
+_TOP_LEVEL_FIELDS = (
+    *_INHERITED_KEY_FIELDS,
+    "watches",
+    *_EXCLUDE_FIELDS,
+    "namingPolicies",
+    "treeLabels",
+)
 _WATCH_FIELDS = ("group", "version", "kind")
 _POLICY_FIELDS = ("root", "match")
+_TREE_LABEL_FIELDS = ("suffix",)
 
 
 def parse_config(text: str, source: str) -> Config:
@@ -124,6 +146,7 @@ def parse_config(text: str, source: str) -> Config:
             _naming_policy(item, f"namingPolicies[{i}]", source)
             for i, item in enumerate(_list(document, "namingPolicies", source))
         ),
+        tree_labels=_tree_labels(document.get("treeLabels"), source),
     )
 
 
@@ -167,6 +190,8 @@ def config_to_dict(config: Config) -> dict[str, Any]:
         document["namingPolicies"] = [
             {"root": policy.root, "match": policy.match} for policy in config.naming_policies
         ]
+    if config.tree_label_suffix is not None:
+        document["treeLabels"] = {"suffix": config.tree_label_suffix}
     return {name: document[name] for name in _TOP_LEVEL_FIELDS if name in document}
 
 
@@ -310,3 +335,21 @@ def _naming_policy(item: object, key: str, source: str) -> NamingPolicy:
     except re.error as error:
         raise ConfigError(source, f"{key}.root", root, f"does not compile: {error}") from None
     return NamingPolicy(root=root, match=_required(entry, "match", key, source))
+
+
+def _tree_labels(value: object, source: str) -> TreeLabelSettings | None:
+    """The tree label settings, or None when they are off; the suffix is a DNS subdomain.
+
+    A suffix that leaves no room for even a one-letter namespace name in a label key's
+    253-character prefix could never label anything, so it is refused here.
+    """
+    if value is None:
+        return None
+    entry = _mapping(value, _TREE_LABEL_FIELDS, "treeLabels", source)
+    suffix = _required(entry, "suffix", "treeLabels", source)
+    errors = validate_dns1123_subdomain(f"a.{suffix}", "treeLabels.suffix")
+    if errors:
+        reason = "must be a DNS subdomain short enough to follow a namespace name in a label key"
+        details = "; ".join(error.detail for error in errors)
+        raise ConfigError(source, "treeLabels.suffix", suffix, f"{reason} ({details})")
+    return TreeLabelSettings(suffix)

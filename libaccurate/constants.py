@@ -53,3 +53,10 @@ FEATURE_DISABLE_PROPAGATE_GENERATED: Final = "DisablePropagateGenerated"
 
 # What the controller's Events name as their source, and what the plugin looks them up by.
 EVENT_COMPONENT: Final = "accurate-controller"
+
+# Ours, not the Go Accurate's: per-object propagation exceptions on a source (issue 14).
+ANNOTATION_PROPAGATE_SELECT: Final = "accurate.cybozu.com/propagate-select"
+ANNOTATION_PROPAGATE_TREE_SELECT: Final = "accurate.cybozu.com/propagate-tree-select"
+ANNOTATION_PROPAGATE_NONE: Final = "accurate.cybozu.com/propagate-none"
+# Ours: on a SubNamespace, lets deleting it delete its whole subtree, leaves first (issue 14).
+ANNOTATION_ALLOW_CASCADING_DELETION: Final = "accurate.cybozu.com/allow-cascading-deletion"

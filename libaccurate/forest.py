@@ -1,6 +1,8 @@
 """The namespace forest: which namespace is whose parent, template, child or instance.
 
-Built from plain Namespace objects, it answers the structural questions that the planner, the
+Built from plain Namespace objects, and kept current one namespace at a time (``upsert``,
+``remove``) so that a long-lived forest follows a watch at a cost independent of the cluster's
+size, it answers the structural questions that the planner, the
 admission rules and the CLI all ask, and it finds the states that webhooks should have prevented
 (cycles, references to namespaces that do not exist), because the planner must leave such
 namespaces alone rather than act on a broken picture.
@@ -8,6 +10,7 @@ namespaces alone rather than act on a broken picture.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -113,7 +116,8 @@ class Chain:
 
 @dataclass
 class Forest:
-    """An index of namespaces by the links between them; built once per snapshot."""
+    """An index of namespaces by the links between them: built from a snapshot, then kept
+    current by ``upsert`` and ``remove`` (each O(log k) in the siblings k it moves among)."""
 
     nodes: dict[str, Node] = field(default_factory=dict)
     _children: dict[str, list[str]] = field(default_factory=dict)
@@ -128,11 +132,44 @@ class Forest:
             node = item if isinstance(item, Node) else node_from_object(item)
             forest.nodes[node.name] = node
         for node in sorted(forest.nodes.values(), key=lambda n: n.name):
-            if node.parent is not None:
-                forest._children.setdefault(node.parent, []).append(node.name)
-            elif node.template is not None:
-                forest._instances.setdefault(node.template, []).append(node.name)
+            links = forest._links_of(node)
+            if links is not None:
+                index, key = links
+                index.setdefault(key, []).append(node.name)
         return forest
+
+    def upsert(self, node: Node) -> None:
+        """Add ``node`` or replace the namespace of that name, as a watch event says."""
+        self.remove(node.name)
+        self.nodes[node.name] = node
+        links = self._links_of(node)
+        if links is not None:
+            index, key = links
+            bisect.insort(index.setdefault(key, []), node.name)
+
+    def remove(self, name: str) -> None:
+        """Forget a namespace that is gone; a name the forest does not hold is ignored.
+
+        Memoised problems are dropped: a change anywhere may break or mend chains below it.
+        """
+        node = self.nodes.pop(name, None)
+        self._problems.clear()
+        links = None if node is None else self._links_of(node)
+        if links is None:
+            return
+        index, key = links
+        names = index[key]
+        names.pop(bisect.bisect_left(names, name))
+        if not names:
+            del index[key]
+
+    def _links_of(self, node: Node) -> tuple[dict[str, list[str]], str] | None:
+        """The index that lists ``node`` under its source (children or instances), and the key."""
+        if node.parent is not None:
+            return self._children, node.parent
+        if node.template is not None:
+            return self._instances, node.template
+        return None
 
     def __contains__(self, name: object) -> bool:
         return name in self.nodes

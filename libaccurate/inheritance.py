@@ -23,6 +23,7 @@ from libaccurate.constants import (
 )
 from libaccurate.forest import Forest
 from libaccurate.globs import match_any
+from libaccurate.treelabels import is_tree_label, tree_labels, without_tree_labels
 
 # Labels every sub-namespace carries that the controller never needs to take away: while a
 # namespace is a sub-namespace they are wanted, and when it stops being one its labels stay
@@ -73,11 +74,14 @@ def _field_keys(fields: Mapping[str, Any] | None) -> Iterable[str]:
     return (key[2:] for key in (fields or {}) if key.startswith("f:"))
 
 
-def _pick(values: Mapping[str, str], patterns: tuple[str, ...]) -> dict[str, str]:
-    """Entries whose key matches a pattern; reserved keys never flow (a ``*/*`` would)."""
+def _pick(
+    values: Mapping[str, str], patterns: tuple[str, ...], suffix: str | None
+) -> dict[str, str]:
+    """Entries whose key matches a pattern; reserved keys and tree labels never flow (a
+    ``*/*`` would match them)."""
     return {
         key: value
-        for key, value in values.items()
+        for key, value in without_tree_labels(values, suffix).items()
         if not key.startswith(RESERVED_PREFIX) and match_any(patterns, key)
     }
 
@@ -108,7 +112,13 @@ def desired_metadata(
     sub-namespace with the same field manager, so it owns them on a cluster we take over;
     leaving ``created-by`` out would make the first pass after a takeover remove it from
     every grafted namespace, a change to user-visible labels that nobody asked for.
+
+    With tree labels on, every namespace of a tree gets its tree labels in the same set, and
+    a namespace without a source gets an entry too when it has tree labels to gain or lose:
+    its other controller-owned keys are kept at their values, as for any namespace that
+    stopped inheriting (DESIGN.md 4.2).
     """
+    suffix = config.tree_label_suffix
     desired: dict[str, Metadata] = {}
     after: dict[str, Metadata] = {}
     for name in forest.top_down():
@@ -116,28 +126,60 @@ def desired_metadata(
         current = namespaces.get(name) or {}
         current_meta = Metadata(labels_of(current), annotations_of(current))
         source = node.source
-        if node.terminating or source is None:
-            after[name] = current_meta
+        after[name] = current_meta
+        if node.terminating:
+            continue
+        owned = owned_keys(current)
+        tree = tree_labels(forest, node, suffix).labels
+        if source is None:
+            if suffix is not None and (tree or _owns_tree_labels(owned, suffix)):
+                desired[name] = _kept_with(current_meta, owned, tree, suffix)
             continue
         upper = after[source]
-        labels = _pick(upper.labels, config.label_keys)
-        annotations = _pick(upper.annotations, config.annotation_keys)
+        labels = _pick(upper.labels, config.label_keys, suffix)
+        annotations = _pick(upper.annotations, config.annotation_keys, suffix)
         if node.parent is not None:
             spec = (subnamespaces.get((source, name)) or {}).get("spec") or {}
-            labels.update(_pick(spec.get("labels") or {}, config.sub_namespace_label_keys))
+            labels.update(_pick(spec.get("labels") or {}, config.sub_namespace_label_keys, suffix))
             annotations.update(
-                _pick(spec.get("annotations") or {}, config.sub_namespace_annotation_keys)
+                _pick(spec.get("annotations") or {}, config.sub_namespace_annotation_keys, suffix)
             )
             labels[LABEL_PARENT] = source
             labels[LABEL_CREATED_BY] = CREATED_BY_VALUE
-        mine = Metadata(labels, annotations)
-        desired[name] = mine
-        owned = owned_keys(current)
+        labels.update(tree)
+        desired[name] = Metadata(labels, annotations)
         after[name] = Metadata(
             _after(current_meta.labels, owned.labels, labels),
             _after(current_meta.annotations, owned.annotations, annotations),
         )
     return desired
+
+
+def labels_after(namespace: Mapping[str, Any], desired: Metadata | None) -> dict[str, str]:
+    """A namespace's labels once ``desired`` is applied (as they are, without an entry)."""
+    current = labels_of(namespace)
+    if desired is None:
+        return dict(current)
+    return _after(current, owned_keys(namespace).labels, desired.labels)
+
+
+def _owns_tree_labels(owned: OwnedKeys, suffix: str) -> bool:
+    return any(is_tree_label(key, suffix) for key in owned.labels)
+
+
+def _kept_with(
+    current: Metadata, owned: OwnedKeys, tree: Mapping[str, str], suffix: str
+) -> Metadata:
+    """The controller's keys of a namespace without a source as they are, tree labels as
+    ``tree`` says: applying this changes tree labels only."""
+    labels = {
+        key: value
+        for key, value in without_tree_labels(current.labels, suffix).items()
+        if key in owned.labels
+    }
+    labels.update(tree)
+    annotations = {k: v for k, v in current.annotations.items() if k in owned.annotations}
+    return Metadata(labels, annotations)
 
 
 def needs_write(namespace: Mapping[str, Any], desired: Metadata) -> bool:

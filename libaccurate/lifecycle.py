@@ -22,6 +22,7 @@ from libaccurate.actions import (
     SubNamespaceStatus,
 )
 from libaccurate.constants import (
+    ANNOTATION_ALLOW_CASCADING_DELETION,
     CONDITION_READY,
     CONDITION_STALLED,
     FINALIZER,
@@ -33,9 +34,10 @@ from libaccurate.forest import Forest, Problem
 CONFLICT_MESSAGE = "Conflicting namespace already exists"
 REASON_SYNCED = "Synced"
 REASON_NAMESPACE_TERMINATING = "NamespaceTerminating"
+REASON_DELETING_SUBTREE = "DeletingSubtree"
 OWNED_CONDITIONS = (CONDITION_STALLED, CONDITION_READY)
 
-State = Literal["create", "exists", "conflict", "terminating"]
+State = Literal["create", "exists", "conflict", "terminating", "deleting"]
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,10 @@ def plan_lifecycle(
     """
     result = Lifecycle()
     live: list[Mapping[str, Any]] = []
+    going: set[str] = set()
     for sub in subnamespaces:
         if _meta(sub).get("deletionTimestamp"):
-            _finalize(sub, forest, namespaces, result)
+            going.update(_finalize(sub, forest, namespaces, result))
         else:
             live.append(sub)
     live.sort(key=lambda s: (_meta(s).get("creationTimestamp") or "", *_key(s)))
@@ -89,8 +92,18 @@ def plan_lifecycle(
         parent, name = _key(sub)
         if FINALIZER not in (_meta(sub).get("finalizers") or ()):
             result.actions.append(AddFinalizer(parent, name, _meta(sub).get("resourceVersion")))
-        result.verdicts.append(_judge(parent, name, forest, result))
+        if parent in going:
+            detail = f"namespace {parent} is being deleted with its subtree"
+            result.verdicts.append(Verdict(parent, name, "terminating", detail))
+        else:
+            result.verdicts.append(_judge(parent, name, forest, result))
     return result
+
+
+def cascades(sub: Mapping[str, Any]) -> bool:
+    """Whether deleting this SubNamespace deletes its namespace's whole subtree."""
+    annotations = _meta(sub).get("annotations") or {}
+    return annotations.get(ANNOTATION_ALLOW_CASCADING_DELETION) == "true"
 
 
 def _finalize(
@@ -98,16 +111,36 @@ def _finalize(
     forest: Forest,
     namespaces: Mapping[str, Mapping[str, Any]],
     result: Lifecycle,
-) -> None:
-    """Delete the namespace if it is ours and alive, then let the SubNamespace go."""
+) -> tuple[str, ...]:
+    """Delete the namespace if it is ours and alive, then let the SubNamespace go.
+
+    With cascading deletion the subtree goes first, leaves first: each pass deletes the
+    namespaces whose children are all gone, and the SubNamespace keeps its finaliser, with
+    its progress in its status, until its own namespace can go. Returns the namespaces of a
+    subtree being deleted, whose SubNamespaces must not bring them back.
+    """
     if FINALIZER not in (_meta(sub).get("finalizers") or ()):
-        return
+        return ()
     parent, name = _key(sub)
     node = forest.get(name)
-    if node is not None and not node.terminating and node.parent == parent:
+    ours = node is not None and not node.terminating and node.parent == parent
+    subtree = forest.subtree(name) if ours and cascades(sub) else (name,)
+    left = [n for n in subtree if n != name]
+    for member in left:
+        upper = forest.nodes[member]
+        if not upper.terminating and not forest.children(member):
+            result.actions.append(DeleteNamespace(member, _meta(namespaces[member]).get("uid")))
+            result.deleted.add(member)
+    if left:
+        shown = ", ".join(left[:3]) + (f", ... and {len(left) - 3} more" if len(left) > 3 else "")
+        detail = f"deleting the subtree of {name}, leaves first: {len(left)} left ({shown})"
+        result.verdicts.append(Verdict(parent, name, "deleting", detail))
+        return subtree
+    if ours:
         result.actions.append(DeleteNamespace(name, _meta(namespaces[name]).get("uid")))
         result.deleted.add(name)
     result.actions.append(RemoveFinalizer(parent, name, _meta(sub).get("resourceVersion")))
+    return subtree if ours and cascades(sub) else ()
 
 
 def _judge(parent: str, name: str, forest: Forest, result: Lifecycle) -> Verdict:
@@ -139,6 +172,8 @@ def status_for(verdict: Verdict, generation: int, problem: Problem | None) -> Su
             Condition(CONDITION_STALLED, "True", REASON_CONFLICT, CONFLICT_MESSAGE),
             Condition(CONDITION_READY, "False", REASON_CONFLICT, verdict.detail),
         )
+    elif verdict.state == "deleting":
+        conditions = (Condition(CONDITION_READY, "False", REASON_DELETING_SUBTREE, verdict.detail),)
     elif verdict.state == "terminating":
         conditions = (
             Condition(CONDITION_READY, "False", REASON_NAMESPACE_TERMINATING, verdict.detail),

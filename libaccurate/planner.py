@@ -9,7 +9,8 @@ may run concurrently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -31,9 +32,10 @@ from libaccurate.actions import (
 from libaccurate.config import Config, GroupVersionKind
 from libaccurate.constants import CREATED_BY_VALUE, LABEL_CREATED_BY, LABEL_PARENT
 from libaccurate.forest import Forest, Node, Problem, node_from_object
-from libaccurate.inheritance import Metadata, desired_metadata, needs_write
+from libaccurate.inheritance import Metadata, desired_metadata, labels_after, needs_write
 from libaccurate.lifecycle import plan_lifecycle, status_differs, status_for
 from libaccurate.propagation import plan_kind
+from libaccurate.treelabels import tree_labels
 
 Object = Mapping[str, Any]
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -103,12 +105,14 @@ class Plan:
     a step for a namespace fails, the pass reports Ready=False instead (closing.py).
     ``problems`` lists the namespaces in a cycle or under a missing reference, which get
     nothing until an operator fixes them. ``subnamespaces`` are the snapshot's, by key.
+    ``label_problems`` says, by namespace, which of its tree labels cannot be written and why.
     """
 
     steps: tuple[Step, ...]
     statuses: Mapping[tuple[str, str], SubNamespaceStatus]
     problems: Mapping[str, Problem]
     subnamespaces: Mapping[tuple[str, str], Object] = field(default_factory=dict)
+    label_problems: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def actions(self) -> tuple[Action, ...]:
@@ -154,8 +158,10 @@ def plan(snapshot: Snapshot) -> Plan:
     actions: list[Action] = list(lifecycle.actions)
     actions.extend(_namespace_writes(forest, namespaces, metadata, lifecycle.created))
     owners = snapshot.owners if snapshot.propagate_generated else None
+    labels = _future_labels(forest, namespaces, metadata)
     for gvk in config.watches:
-        actions.extend(plan_kind(gvk, snapshot.objects.get(gvk, ()), forest, config, owners))
+        objects = snapshot.objects.get(gvk, ())
+        actions.extend(plan_kind(gvk, objects, forest, config, owners, labels))
     statuses = {}
     for verdict in lifecycle.verdicts:
         sub = subnamespaces[(verdict.namespace, verdict.name)]
@@ -164,7 +170,39 @@ def plan(snapshot: Snapshot) -> Plan:
         statuses[(verdict.namespace, verdict.name)] = status
         if status_differs(sub, status):
             actions.append(PatchSubNamespaceStatus(verdict.namespace, verdict.name, status))
-    return Plan(_order(actions, forest), statuses, forest.problems(), subnamespaces)
+    return Plan(
+        _order(actions, forest),
+        statuses,
+        forest.problems(),
+        subnamespaces,
+        _label_problems(forest, config.tree_label_suffix),
+    )
+
+
+def _label_problems(forest: Forest, suffix: str | None) -> dict[str, tuple[str, ...]]:
+    """Tree labels too long to be written, by namespace; none at all when they are off."""
+    if suffix is None:
+        return {}
+    found = {}
+    for name in forest.top_down():
+        problems = tree_labels(forest, forest.nodes[name], suffix).problems
+        if problems:
+            found[name] = problems
+    return found
+
+
+def _future_labels(
+    forest: Forest, namespaces: Mapping[str, Object], metadata: Mapping[str, Metadata]
+) -> Callable[[str], Mapping[str, str]]:
+    """A namespace's labels after this pass, worked out only for the namespaces a
+    propagate-select asks about, once each."""
+
+    @functools.cache
+    def labels(name: str) -> Mapping[str, str]:
+        current = namespaces.get(name) or {"metadata": {"labels": forest.nodes[name].labels}}
+        return labels_after(current, metadata.get(name))
+
+    return labels
 
 
 def _future_forest(

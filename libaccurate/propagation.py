@@ -8,7 +8,7 @@ level and retargeted for each sibling, which keeps a pass over thousands of name
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +32,10 @@ from libaccurate.constants import (
     PROPAGATE_UPDATE,
 )
 from libaccurate.forest import Forest
+from libaccurate.selection import EVERYWHERE, REASON_BAD_EXCEPTION, Selection, selection_of
 
 Object = Mapping[str, Any]
+Labels = Callable[[str], Mapping[str, str]]
 NOT_GENERATED = "false"
 REASON_ORIGINAL_REPLACED = "OriginalReplaced"
 REASON_PROPAGATION_SKIPPED = "PropagationSkipped"
@@ -45,6 +47,8 @@ class _Walk:
 
     gvk: GroupVersionKind
     config: Config
+    forest: Forest
+    labels: Labels
     actions: list[Action] = field(default_factory=list)
     # namespace -> name -> the object that will be there and propagates further down
     outgoing: dict[str, dict[str, Object]] = field(default_factory=dict)
@@ -53,6 +57,8 @@ class _Walk:
     # (namespace, name) -> the top of the chain of copies the object there belongs to: for the
     # objects that will be there, and for the copies the walk deletes
     origins: dict[tuple[str, str], ObjectRef] = field(default_factory=dict)
+    # origin -> where its copies may go, from the source's exception annotations
+    selections: dict[ObjectRef, Selection] = field(default_factory=dict)
 
 
 def _metadata(obj: Object) -> Mapping[str, Any]:
@@ -65,13 +71,16 @@ def plan_kind(
     forest: Forest,
     config: Config,
     owners: Mapping[str, Object] | None = None,
+    labels: Labels | None = None,
 ) -> list[Action]:
     """Actions for one kind over a forest describing the namespaces after this pass.
 
     ``owners`` (by uid) turns on propagate-generated: controlled objects are annotated with
-    their owner's verdict and, in the same pass, propagated as sources.
+    their owner's verdict and, in the same pass, propagated as sources. ``labels`` gives a
+    namespace's labels as they will be after this pass, which propagate-select matches
+    (the forest's labels when left out).
     """
-    walk = _Walk(gvk, config)
+    walk = _Walk(gvk, config, forest, labels or (lambda name: forest.nodes[name].labels))
     by_namespace = _index(gvk, objects, forest)
     if owners is not None:
         _mark_generated(walk, by_namespace, owners)
@@ -167,9 +176,15 @@ def _plan_namespace(
             walk.actions.append(DeleteObject(ref, _metadata(obj).get("resourceVersion"), origin))
         elif propagate_mode(obj) in PROPAGATE_MODES:
             outgoing[name] = obj
-            walk.origins[(namespace, name)] = ObjectRef.of(obj)
+            _add_source(walk, namespace, obj)
     for name, source in incoming.items():
         origin = walk.origins[(_metadata(source).get("namespace", ""), name)]
+        selection = walk.selections.get(origin, EVERYWHERE)
+        if selection.narrowed and not selection.allows(
+            namespace, walk.labels(namespace), walk.forest
+        ):
+            outgoing[name] = _pass_by(walk, namespace, source, existing.get(name), selection)
+            continue
         there = _plan_copy(walk, namespace, source, existing.get(name), origin)
         if propagate_mode(there) in PROPAGATE_MODES:
             outgoing[name] = there
@@ -177,6 +192,42 @@ def _plan_namespace(
                 origin if copied_from(there) is not None else ObjectRef.of(there)
             )
     return outgoing
+
+
+def _add_source(walk: _Walk, namespace: str, obj: Object) -> None:
+    """Record an object that propagates on its own account, and where it may go; a bad
+    exception annotation is told on the object itself."""
+    ref = ObjectRef.of(obj)
+    walk.origins[(namespace, ref.name)] = ref
+    selection = walk.selections[ref] = selection_of(obj)
+    if selection.error is not None:
+        message = f"nothing is copied from {ref} until it is fixed: {selection.error}"
+        walk.actions.append(EmitEvent(ref, "Warning", REASON_BAD_EXCEPTION, message))
+
+
+def _pass_by(
+    walk: _Walk, namespace: str, source: Object, actual: Object | None, selection: Selection
+) -> Object:
+    """A namespace the source's exceptions leave out: no copy goes there, an update-mode copy
+    already there goes (unless the exceptions do not parse: a typo deletes nothing), and the
+    source reaches on to the namespaces below; a user's own source there takes its place."""
+    if actual is not None and copied_from(actual) is None:
+        if propagate_mode(actual) in PROPAGATE_MODES:
+            _add_source(walk, namespace, actual)
+            return actual
+        return source
+    origin = walk.origins[(_metadata(source).get("namespace", ""), _metadata(source)["name"])]
+    walk.origins[(namespace, origin.name)] = origin
+    if (
+        actual is not None
+        and selection.error is None
+        and propagate_mode(actual) == PROPAGATE_UPDATE
+    ):
+        metadata = _metadata(actual)
+        walk.actions.append(
+            DeleteObject(ObjectRef.of(actual), metadata.get("resourceVersion"), origin)
+        )
+    return source
 
 
 def _clone_for(walk: _Walk, namespace: str, source: Object) -> dict[str, Any]:

@@ -183,6 +183,7 @@ def test_every_configuration_key_reaches_the_controller() -> None:
         "propagateLabelKeyExcludes": ["*kubernetes.io/*"],
         "propagateAnnotationKeyExcludes": ["*kubernetes.io/*"],
         "namingPolicies": [{"root": "^app-(?P<team>[^-]+)$", "match": "^app-${team}-.+"}],
+        "treeLabels": {"suffix": "tree.accurate.cybozu.com"},
     }
 
     config = _config(render_chart({"controller": {"config": everything}}))

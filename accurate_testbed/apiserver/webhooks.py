@@ -31,6 +31,7 @@ import http.client
 import importlib
 import json
 import ssl
+import threading
 import uuid
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -446,7 +447,9 @@ def _post(webhook: Webhook, review: dict[str, Any]) -> dict[str, Any]:
     """POST the review over HTTPS; every transport problem is a _CallFailure.
 
     timeoutSeconds bounds the connection and each read; for a webhook that answers in one piece,
-    as admission webhooks do, that is the whole call.
+    as admission webhooks do, that is the whole call. A connection kept alive from an earlier
+    call is used first; when the webhook had closed it while idle, the call is made once more on
+    a new connection, as Go's transport does for a request it never got to send.
     """
     timeout = webhook.timeout_seconds
     if webhook.url is None:
@@ -460,29 +463,91 @@ def _post(webhook: Webhook, review: dict[str, Any]) -> dict[str, Any]:
             "Services; register the webhook with clientConfig.url"
         )
     target = f"{webhook.url}?timeout={timeout}s"
+    parts = urlsplit(target)
+    key = (parts.hostname or "", parts.port or 443, webhook.ca_bundle)
+    body = json.dumps(review).encode()
+    kept = _CONNECTIONS.take(key, timeout)
+    if kept is not None:
+        try:
+            return _exchange(kept, key, parts, body)
+        except _IDLE_CLOSED:
+            kept.close()
+        except (OSError, http.client.HTTPException) as error:
+            kept.close()
+            reason = _transport_error(error, parts)
+            raise _CallFailure(f'failed to call webhook: Post "{target}": {reason}') from error
     try:
         context = _tls_context(webhook.ca_bundle)
     except (ValueError, ssl.SSLError) as error:
         reason = f"could not get REST client: unable to load root certificates: {error}"
         raise _CallFailure(reason) from error
-    parts = urlsplit(target)
     connection = http.client.HTTPSConnection(
         parts.hostname or "", parts.port or 443, timeout=timeout, context=context
     )
     try:
-        connection.request(
-            "POST",
-            f"{parts.path or '/'}?{parts.query}",
-            body=json.dumps(review).encode(),
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
-        )
-        reply = connection.getresponse()
-        code, payload = reply.status, reply.read()
+        return _exchange(connection, key, parts, body)
     except (OSError, http.client.HTTPException) as error:
+        connection.close()
         reason = _transport_error(error, parts)
         raise _CallFailure(f'failed to call webhook: Post "{target}": {reason}') from error
-    finally:
+
+
+# What a webhook closing a connection while it sat idle looks like on the next call.
+_IDLE_CLOSED = (
+    http.client.RemoteDisconnected,
+    BrokenPipeError,
+    ConnectionResetError,
+    ssl.SSLEOFError,
+    ssl.SSLZeroReturnError,
+)
+
+_Address = tuple[str, int, str]
+
+
+class _KeptConnections:
+    """Idle connections to webhooks by address and CA bundle.
+
+    kube-apiserver keeps one client per webhook (its ClientManager caches them) over a transport
+    that keeps connections alive, so a webhook pays for a TLS handshake once, not per call.
+    """
+
+    def __init__(self) -> None:
+        self._idle: dict[_Address, list[http.client.HTTPSConnection]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key: _Address, timeout: float) -> http.client.HTTPSConnection | None:
+        with self._lock:
+            idle = self._idle.get(key)
+            connection = idle.pop() if idle else None
+        if connection is not None and connection.sock is not None:
+            connection.timeout = timeout
+            connection.sock.settimeout(timeout)
+        return connection
+
+    def give_back(self, key: _Address, connection: http.client.HTTPSConnection) -> None:
+        with self._lock:
+            self._idle.setdefault(key, []).append(connection)
+
+
+_CONNECTIONS = _KeptConnections()
+
+
+def _exchange(
+    connection: http.client.HTTPSConnection, key: _Address, parts: Any, body: bytes
+) -> dict[str, Any]:
+    """One POST and its answer; the connection is kept for the next call unless it closes."""
+    connection.request(
+        "POST",
+        f"{parts.path or '/'}?{parts.query}",
+        body=body,
+        headers={"Content-Type": "application/json", "Accept": "application/json"},
+    )
+    reply = connection.getresponse()
+    code, payload = reply.status, reply.read()
+    if reply.will_close:
         connection.close()
+    else:
+        _CONNECTIONS.give_back(key, connection)
     return _decode_reply(code, payload)
 
 

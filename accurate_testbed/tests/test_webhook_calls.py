@@ -424,6 +424,21 @@ def test_the_review_carries_the_request_as_kube_apiserver_sends_it(server: Webho
     assert server.paths == ["/validate?timeout=10s"]
 
 
+def test_calls_to_a_webhook_share_one_kept_alive_connection(server: WebhookServer):
+    for name in ("a", "b", "c"):
+        admit(validating(hook(server)), request("CREATE", namespace(name)), None)
+    assert len(server.reviews) == 3
+    assert len(set(server.clients)) == 1
+
+
+def test_a_connection_the_webhook_dropped_is_replaced_and_the_call_made(server: WebhookServer):
+    admit(validating(hook(server)), request("CREATE", namespace("a")), None)
+    server.drop_connections()
+    admit(validating(hook(server)), request("CREATE", namespace("b")), None)
+    assert [review["request"]["name"] for review in server.reviews] == ["a", "b"]
+    assert len(set(server.clients)) == 2
+
+
 def test_a_denial_reads_like_kube_apiservers(server: WebhookServer):
     server.answer = lambda _: denied("parent missing")
     status = denial(

@@ -42,6 +42,9 @@ class WebhookServer:
         self.answer: Answer = allow
         self.reviews: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        # The client's (address, port) of each call: one port for calls on one connection.
+        self.clients: list[tuple[str, int]] = []
+        self._dropping = False
         self.ca_bundle = base64.b64encode(ca.cert_pem.bytes()).decode()
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ca.issue_cert("127.0.0.1").configure_cert(context)
@@ -59,11 +62,23 @@ class WebhookServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
+    def drop_connections(self) -> None:
+        """Close every connection at its next request, as a webhook does with idle ones: the
+        request on it gets no answer."""
+        self._dropping = True
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
             def do_POST(self) -> None:
+                if server._dropping:
+                    server._dropping = False
+                    self.close_connection = True
+                    return
+                server.clients.append(self.client_address)
                 review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.reviews.append(review)
                 server.paths.append(self.path)

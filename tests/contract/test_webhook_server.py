@@ -15,6 +15,7 @@ import socket
 import ssl
 import uuid
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +63,8 @@ class FixedForest:
     def __init__(self, *namespaces: dict[str, Any]) -> None:
         self._forest = Forest.build(namespaces)
 
-    def forest(self) -> Forest:
-        return self._forest
+    def reading(self) -> AbstractContextManager[Forest]:
+        return nullcontext(self._forest)
 
 
 class Client:
@@ -626,6 +627,22 @@ def test_children_gone_from_the_cluster_do_not_block_a_deletion(
     )
 
     assert response["allowed"] is True
+
+
+def test_what_live_reads_correct_is_not_left_in_the_cache(cluster: Cluster, start: Any) -> None:
+    template = cluster.namespace("template", labels={LABEL_TYPE: TYPE_TEMPLATE})
+    old = namespace(template, **{LABEL_TYPE: TYPE_TEMPLATE})
+    cache = FixedForest(old, namespace("gone", **{LABEL_TEMPLATE: template}))
+    client = start(cache)
+
+    response = client.review(
+        VALIDATE_NAMESPACE_PATH, admission_review(NAMESPACE_KIND, "DELETE", None, old)
+    )
+
+    assert response["allowed"] is True
+    with cache.reading() as forest:
+        assert sorted(forest.nodes) == sorted([template, "gone"])
+        assert forest.instances(template) == ("gone",)
 
 
 @pytest.mark.fault_injection

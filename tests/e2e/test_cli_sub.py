@@ -11,7 +11,13 @@ from collections.abc import Callable
 
 from accurate_testbed.cluster import Cluster
 from libaccurate.config import NamingPolicy
-from libaccurate.constants import FINALIZER, LABEL_CREATED_BY, LABEL_PARENT, LABEL_TYPE
+from libaccurate.constants import (
+    ANNOTATION_ALLOW_CASCADING_DELETION,
+    FINALIZER,
+    LABEL_CREATED_BY,
+    LABEL_PARENT,
+    LABEL_TYPE,
+)
 from tests.e2e.cli import World, failed, succeeded
 from tests.e2e.webhooks import Webhooks
 
@@ -249,6 +255,8 @@ def test_sub_delete_with_children_is_refused_by_the_webhook(
     before = world.versions(root, sub)
     assert failed(world.run("sub", "delete", sub)) == (
         f"error: {SUBNAMESPACE_HOOK}: child namespaces exist: deleting SubNamespace {root}/{sub} "
-        f"would delete namespace {sub}, which has sub-namespaces {child}; delete them first\n"
+        f"would delete namespace {sub}, which has sub-namespaces {child}; delete them first, "
+        f'or annotate the SubNamespace with {ANNOTATION_ALLOW_CASCADING_DELETION}="true" to '
+        "delete the whole subtree with it\n"
     )
     assert world.versions(root, sub) == before

@@ -7,6 +7,7 @@ old SubNamespace, not on the cached copy that still has children under it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,9 @@ class LaggingNamespaces:
 
     def forest(self) -> Forest:
         return self._forest
+
+    def reading(self) -> AbstractContextManager[Forest]:
+        return nullcontext(self._forest)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,9 @@ class LiveNamespaces:
 
     def forest(self) -> Forest:
         return Forest.build(self._kube.list_objects(NAMESPACES).get("items") or [])
+
+    def reading(self) -> AbstractContextManager[Forest]:
+        return nullcontext(self.forest())
 
 
 def kubectl(cluster: Cluster, *args: str, stdin: Any = None) -> subprocess.CompletedProcess[str]:

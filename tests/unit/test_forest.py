@@ -340,3 +340,58 @@ def test_ancestors_and_root_of_match_a_naive_recomputation(forest: Forest) -> No
         for instance in forest.instances(name):
             node = forest.nodes[instance]
             assert node.template == name and node.parent is None
+
+
+# A forest kept current one namespace at a time answers as one built from the same namespaces.
+
+
+@st.composite
+def nodes(draw: st.DrawFn) -> Node:
+    return node_from_object(
+        ns(
+            draw(st.sampled_from(NAMES)),
+            type=draw(st.sampled_from([None, "root", "template", "other"])),
+            parent=draw(_reference),
+            template=draw(_reference),
+        )
+    )
+
+
+_changes = st.lists(nodes() | st.sampled_from([*NAMES, "missing"]), max_size=30)
+
+
+def answers(forest: Forest) -> dict[str, Any]:
+    """Everything a forest tells about every name it may be asked about."""
+    names = [*NAMES, "missing"]
+    return {
+        "nodes": dict(forest.nodes),
+        "dependents": {name: forest.dependents(name) for name in names},
+        "problems": {name: forest.problem(name) for name in names},
+        "roots": forest.roots(),
+        "templates": forest.templates(),
+        "top_down": forest.top_down(),
+    }
+
+
+@given(forests(), _changes)
+def test_upserts_and_removals_match_a_forest_built_from_the_result(
+    forest: Forest, changes: list[Node | str]
+) -> None:
+    held = dict(forest.nodes)
+    forest.problems()  # memoised answers must not outlive the changes below
+    for change in changes:
+        if isinstance(change, Node):
+            forest.upsert(change)
+            held[change.name] = change
+        else:
+            forest.remove(change)
+            held.pop(change, None)
+        assert answers(forest) == answers(Forest.build(held.values()))
+
+
+def test_moving_a_namespace_updates_both_parents_and_what_breaks_below() -> None:
+    forest = Forest.build([ns("a", type="root"), ns("b", type="root"), ns("c", parent="a")])
+    forest.upsert(node_from_object(ns("c", parent="b")))
+    assert (forest.children("a"), forest.children("b")) == ((), ("c",))
+    forest.remove("b")
+    assert forest.problem("c") == Problem("MissingReference", ("c", "b"))

@@ -1,0 +1,46 @@
+"""Per-subtree cascading deletion end to end (issue 14 item 3): kubectl deletes a SubNamespace
+whose namespace has sub-namespaces; the webhook refuses and names the annotation, and once a
+tenant sets it the controller process deletes the subtree, leaves first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trustme
+
+from accurate_testbed.kubectl import kubectl
+from libaccurate.constants import ANNOTATION_ALLOW_CASCADING_DELETION
+from tests.e2e.controller import Controllers, Scene
+from tests.e2e.test_controller_tree_labels import start
+
+
+def test_an_annotated_subnamespace_takes_its_subtree_with_it(
+    controllers: Controllers, scene: Scene, webhook_ca: trustme.CA, tmp_path: Path
+) -> None:
+    start(controllers, scene, webhook_ca, tmp_path, {})
+    root = scene.root()
+    team = scene.subnamespace(root, "team")
+    scene.settle(root, team)
+    web = scene.subnamespace(team, "web")
+    scene.settle(team, web)
+    api = scene.subnamespace(web, "api")
+    scene.settle(web, api)
+
+    refused = kubectl(scene.cluster.kubeconfig, "delete", "subnamespace", team, "-n", root)
+    assert refused.returncode == 1
+    assert f'annotate the SubNamespace with {ANNOTATION_ALLOW_CASCADING_DELETION}="true"' in (
+        refused.stderr
+    )
+
+    scene.kubectl(
+        "annotate", "subnamespace", team, "-n", root, f"{ANNOTATION_ALLOW_CASCADING_DELETION}=true"
+    )
+    scene.kubectl("delete", "subnamespace", team, "-n", root, "--wait=false")
+    scene.wait(
+        lambda: (
+            all(scene.ns(name) is None for name in (team, web, api))
+            and scene.sub(root, team) is None
+        ),
+        "the whole subtree gone",
+    )
+    assert scene.ns(root) is not None
