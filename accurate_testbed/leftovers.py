@@ -1,12 +1,13 @@
 """Removing, by label, what test runs made on a cluster: webhook configurations, namespaces and
-the SubNamespace CRD when a run installed it.
+the cluster-scoped objects tests make (CRDs, the SubNamespace one when a run installed it;
+ClusterRoles and ClusterRoleBindings).
 
 Order matters on a real cluster. Webhook configurations go first: one left pointing at a server
 that is gone fails every write it covers (failurePolicy Fail), deletions of its own namespaces
 included. Then SubNamespaces let go of their finalizers, since no controller may be left to
 remove them and their namespaces would stay Terminating for ever. Namespaces are deleted without
 waiting: the cluster's namespace controller empties and removes them in the background. The
-CRD goes last, with whatever SubNamespaces are left.
+cluster-scoped objects go last, CRDs with whatever custom objects are left.
 """
 
 from __future__ import annotations
@@ -23,18 +24,35 @@ WEBHOOK_CONFIGURATIONS = tuple(
     resource_path("admissionregistration.k8s.io", "v1", plural)
     for plural in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
 )
+# Bindings before the roles they name, so no binding is ever left pointing at nothing.
+CLUSTER_OBJECTS = (
+    CRDS,
+    *(
+        resource_path("rbac.authorization.k8s.io", "v1", plural)
+        for plural in ("clusterrolebindings", "clusterroles")
+    ),
+)
 
 
 def remove(kube: Kube, selector: str) -> None:
-    """Remove the webhook configurations, namespaces and CRDs ``selector`` matches."""
+    """Remove the webhook configurations, namespaces and cluster-scoped objects ``selector``
+    matches."""
     remove_webhook_configurations(kube, selector)
     remove_namespaces(kube, selector)
-    for item in kube.list_objects(CRDS, labelSelector=selector).get("items") or []:
-        _delete(kube, f"{CRDS}/{item['metadata']['name']}")
+    remove_cluster_objects(kube, selector)
 
 
 def remove_webhook_configurations(kube: Kube, selector: str) -> None:
-    for collection in WEBHOOK_CONFIGURATIONS:
+    _remove_selected(kube, WEBHOOK_CONFIGURATIONS, selector)
+
+
+def remove_cluster_objects(kube: Kube, selector: str) -> None:
+    """Delete the CRDs, ClusterRoleBindings and ClusterRoles ``selector`` matches."""
+    _remove_selected(kube, CLUSTER_OBJECTS, selector)
+
+
+def _remove_selected(kube: Kube, collections: tuple[str, ...], selector: str) -> None:
+    for collection in collections:
         for item in kube.list_objects(collection, labelSelector=selector).get("items") or []:
             _delete(kube, f"{collection}/{item['metadata']['name']}")
 
