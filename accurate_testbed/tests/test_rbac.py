@@ -8,7 +8,6 @@ Grants are awaited with deadlines, since a real API server applies RBAC changes 
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 import subprocess
@@ -45,13 +44,10 @@ def allowed(kubeconfig: Path, user: str, *args: str, groups: tuple[str, ...] = (
 
 
 def apply(cluster: Cluster, kubeconfig: Path, *objects: dict[str, Any]) -> None:
-    """Create objects as the admin; cluster-scoped ones are deleted after the test."""
-    kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
-    for obj in objects:
-        if "namespace" not in obj["metadata"]:
-            kind, name = obj["kind"].lower(), obj["metadata"]["name"]
-            delete = ("delete", kind, name, "--ignore-not-found")
-            cluster.on_cleanup(functools.partial(kubectl, kubeconfig, *delete))
+    """Create objects as the admin; cluster-scoped ones carry the test's labels, which has them
+    deleted after the test (or, should the run be killed, by the next run)."""
+    labelled = [obj if "namespace" in obj["metadata"] else cluster.owned(obj) for obj in objects]
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(labelled))
 
 
 def cluster_role(name: str, rules: list[dict[str, Any]], **labels: str) -> dict[str, Any]:
