@@ -1,15 +1,15 @@
 """Small helpers the contract tests share: raw requests with a chosen content type, error
-bodies, and objects held by a finalizer that are released after the test."""
+bodies, and objects held by the finalizer test clean-ups let go of (accurate_testbed.leftovers)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client as k8s_client
 
 from accurate_testbed.cluster import Cluster
+from accurate_testbed.leftovers import HOLD
 
 
 def request(
@@ -42,28 +42,12 @@ def error_of(error: k8s_client.ApiException) -> dict[str, Any]:
     return dict(json.loads(error.body or "{}"))
 
 
-# A finalizer of the tests' own, holding an object (and so its namespace) until released.
-HOLD = "example.com/hold"
-
-
-def unless_gone(call: Callable[[], object]) -> None:
-    """Run a clean-up call that has nothing left to do when the object is gone already (the
-    test released it, or its namespace went first)."""
-    try:
-        call()
-    except k8s_client.ApiException as error:
-        if error.status != 404:
-            raise
-
-
 def held_config_map(cluster: Cluster, ns: str, name: str, **metadata: Any) -> Any:
-    """Create ConfigMap ``name`` held by ``HOLD``, released after the test whatever happens: on
-    a real cluster a forgotten hold keeps its namespace ``Terminating`` for ever."""
+    """Create ConfigMap ``name`` held by ``HOLD``; the test's clean-up lets go of it (on a real
+    cluster a forgotten hold would keep its namespace ``Terminating`` for ever)."""
     core: Any = k8s_client.CoreV1Api(cluster.api_client)
     body = {"metadata": {"name": name, "finalizers": [HOLD], **metadata}}
-    created = core.create_namespaced_config_map(ns, body)
-    cluster.on_cleanup(lambda: unless_gone(lambda: release(cluster, ns, name)))
-    return created
+    return core.create_namespaced_config_map(ns, body)
 
 
 def release(cluster: Cluster, ns: str, name: str) -> None:

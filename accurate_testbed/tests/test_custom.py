@@ -9,7 +9,8 @@ import pytest
 from kubernetes import client as k8s_client
 
 from accurate_testbed.cluster import Cluster
-from accurate_testbed.tests.helpers import error_of, request, unless_gone
+from accurate_testbed.leftovers import HOLD
+from accurate_testbed.tests.helpers import error_of, request
 from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 
 GROUP = "contract.example.com"
@@ -262,16 +263,9 @@ def test_a_held_custom_object_marked_deleting_gets_a_new_generation(
 ) -> None:
     ns = cluster.namespace()
     base = collection(ns, widgets)
-    metadata = {"name": "w", "finalizers": ["example.com/hold"]}
+    metadata = {"name": "w", "finalizers": [HOLD]}
     body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": metadata, "spec": {}}
     created = request(cluster.api_client, "POST", base, body)
-    merge = "application/merge-patch+json"
-    release = {"metadata": {"finalizers": None}}
-    cluster.on_cleanup(
-        lambda: unless_gone(
-            lambda: request(cluster.api_client, "PATCH", f"{base}/w", release, merge)
-        )
-    )
 
     dry = request(cluster.api_client, "DELETE", f"{base}/w", {"dryRun": ["All"]})
     stored = request(cluster.api_client, "GET", f"{base}/w")
@@ -306,13 +300,8 @@ def test_a_crd_being_deleted_serves_its_held_objects_until_they_are_released(
         }
 
     request(cluster.api_client, "POST", base, widget("plain"))
-    request(cluster.api_client, "POST", base, widget("held", finalizers=["example.com/hold"]))
+    request(cluster.api_client, "POST", base, widget("held", finalizers=[HOLD]))
     release = {"metadata": {"finalizers": None}}
-    cluster.on_cleanup(
-        lambda: unless_gone(
-            lambda: request(cluster.api_client, "PATCH", f"{base}/held", release, merge)
-        )
-    )
     before = request(cluster.api_client, "GET", crd_path)
 
     answer = request(cluster.api_client, "DELETE", crd_path)

@@ -12,7 +12,8 @@ import pytest
 from kubernetes import client as k8s_client
 
 from accurate_testbed.cluster import Cluster
-from accurate_testbed.tests.helpers import HOLD, error_of, held_config_map, release, request
+from accurate_testbed.leftovers import HOLD
+from accurate_testbed.tests.helpers import error_of, held_config_map, release, request
 from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 
 RBAC = "rbac.authorization.k8s.io"
