@@ -23,7 +23,7 @@ from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.tests.helpers import error_of
 from accurate_testbed.tests.test_kubectl import kubectl
-from accurate_testbed.waiting import wait_for
+from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 from libaccurate.kube import ApiError, ConnectionOptions, Kube
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
@@ -267,13 +267,19 @@ def test_aggregate_to_admin_roles_reach_namespace_admins(
     assert f'cannot list resource "{plural}" in API group "rbac-test.example.com"' in refused.stderr
     apply(cluster, kubeconfig, extra)
     wait_for(
-        lambda: allowed(kubeconfig, alice, "get", plural, "-n", ns), what="the aggregated rule"
+        lambda: allowed(kubeconfig, alice, "get", plural, "-n", ns),
+        CONTROLLER_TIMEOUT,
+        "the aggregation controller to add the rule",
     )
     admin = yaml.safe_load(kubectl(kubeconfig, "get", "clusterrole", "admin", "-o", "yaml").stdout)
     assert extra["rules"][0] in admin["rules"]
     assert as_user(kubeconfig, alice, "auth", "can-i", "delete", plural, "-n", ns).stdout == "no\n"
     kubectl(kubeconfig, "delete", "clusterrole", extra["metadata"]["name"])
-    wait_for(lambda: not allowed(kubeconfig, alice, "get", plural, "-n", ns), what="the rule to go")
+    wait_for(
+        lambda: not allowed(kubeconfig, alice, "get", plural, "-n", ns),
+        CONTROLLER_TIMEOUT,
+        "the aggregation controller to drop the rule",
+    )
 
 
 def test_users_cannot_grant_what_they_do_not_hold(cluster: Cluster, kubeconfig: Path) -> None:
