@@ -1,9 +1,10 @@
 """The cluster a test talks to: the in-memory API server, or a real one named by
 ACCURATE_TEST_KUBECONFIG, and what the test must clean up there.
 
-Every namespace and webhook configuration a test run makes carries two labels: the run's and the
-test's (``Cluster.labels``). The webhooks the run registers only see namespaces with the run's
-label, the end of a test removes what carries the test's, and the start of a run removes what an
+Every namespace, webhook configuration and cluster-scoped object (CRD, ClusterRole,
+ClusterRoleBinding) a test run makes carries two labels: the run's and the test's
+(``Cluster.labels``). The webhooks the run registers only see namespaces with the run's label,
+the end of a test removes what carries the test's, and the start of a run removes what an
 earlier, interrupted or killed, run left (accurate_testbed.leftovers).
 """
 
@@ -74,6 +75,13 @@ class Cluster:
         """``labels`` plus the test's own."""
         return {**(labels or {}), **self.labels}
 
+    def owned(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of ``manifest`` that carries the test's labels too, so that the test's clean-up
+        (or, should the run be killed, the next run's) removes what it describes."""
+        metadata = dict(manifest["metadata"])
+        metadata["labels"] = self.own(metadata.get("labels"))
+        return {**manifest, "metadata": metadata}
+
     def kube(self) -> Kube:
         return Kube.connect(ConnectionOptions(kubeconfig=str(self.kubeconfig)))
 
@@ -101,9 +109,18 @@ class Cluster:
     def clean_up(self) -> None:
         """Remove what the test made: its webhook configurations first (then nothing refuses
         a deletion or calls a stopped server), its own cleanups, then its namespaces, without
-        waiting for them to go."""
+        waiting for them to go, and its cluster-scoped objects. A cleanup that fails is reported
+        only once the rest is done: one mistake must not leave the test's objects behind."""
         self.withdraw_webhooks()
+        failures = []
         for action in reversed(self._cleanups):
-            action()
+            try:
+                action()
+            except Exception as failure:  # reported below, after the rest of the clean-up
+                failures.append(failure)
         self._cleanups.clear()
-        leftovers.remove_namespaces(self.kube(), self.selector)
+        kube = self.kube()
+        leftovers.remove_namespaces(kube, self.selector)
+        leftovers.remove_cluster_objects(kube, self.selector)
+        if failures:
+            raise failures[0]

@@ -8,6 +8,11 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
+# How long a test gives the work of a cluster's controllers (the namespace controller emptying
+# and removing a namespace, the garbage collector, the CRD finalizer): the in-memory server's
+# take milliseconds, a real cluster's seconds, and more when a test run has kept them busy.
+CONTROLLER_TIMEOUT = 120.0
+
 
 def wait_for(condition: Callable[[], T | None], timeout: float = 10.0, what: str = "") -> T:
     """Poll ``condition`` until it returns something truthy, or fail after ``timeout``."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import re
 from importlib import metadata
 from pathlib import Path
@@ -20,7 +21,7 @@ import yaml
 from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.manifests import MANIFESTS, render
-from accurate_testbed.waiting import wait_for
+from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 from controller import options, selfcheck
 from libaccurate.config import Config, parse_config, resolve_watches
 from libaccurate.kube import ConnectionOptions, Kube
@@ -326,19 +327,35 @@ def test_a_values_file_that_asks_for_the_bundled_cert_manager_is_refused() -> No
 
 
 def _install_cert_manager_kinds(cluster: Cluster) -> None:
-    """Stand-ins for cert-manager's CRDs where cert-manager is not installed; removed afterwards
-    on a real cluster."""
-    present = kubectl(cluster, "get", "crd", "issuers.cert-manager.io", "-o", "name")
-    if present.returncode == 0:
+    """Stand-ins for cert-manager's CRDs where cert-manager is not installed, with the test's
+    labels: removed after it on a real cluster. Stand-ins an earlier test left are still being
+    deleted, and are waited out rather than used."""
+    wait_for(
+        lambda: _cert_manager_state(cluster) != "leaving",
+        CONTROLLER_TIMEOUT,
+        "an earlier test's cert-manager stand-in CRDs to go",
+    )
+    if _cert_manager_state(cluster) == "installed":
         return
-    result = kubectl(cluster, "create", "-f", str(CERT_MANAGER_CRDS))
+    stand_ins = [cluster.owned(crd) for crd in yaml.safe_load_all(CERT_MANAGER_CRDS.read_text())]
+    result = kubectl(cluster, "create", "-f", "-", stdin=yaml.safe_dump_all(stand_ins))
     assert result.returncode == 0, result.stderr
-    cluster.on_cleanup(lambda: kubectl(cluster, "delete", "-f", str(CERT_MANAGER_CRDS)))
     wait_for(
         lambda: kubectl(cluster, "get", "certificates.cert-manager.io", "-A").returncode == 0,
         CRD_READY,
         "the cert-manager stand-in CRDs to be served",
     )
+
+
+def _cert_manager_state(cluster: Cluster) -> str:
+    """Whether cert-manager's kinds are "installed", "absent", or "leaving" (being deleted)."""
+    names = ("issuers.cert-manager.io", "certificates.cert-manager.io")
+    found = kubectl(cluster, "get", "crd", *names, "--ignore-not-found", "-o", "json")
+    assert found.returncode == 0, found.stderr
+    items = json.loads(found.stdout)["items"] if found.stdout.strip() else []
+    if any(item["metadata"].get("deletionTimestamp") for item in items):
+        return "leaving"
+    return "installed" if items else "absent"
 
 
 @pytest.mark.parametrize("values_file", [None, GO_E2E_VALUES], ids=["defaults", "go-e2e"])

@@ -428,7 +428,10 @@ RBAC_KINDS = (
 
 
 def _install_rbac(cluster: Cluster, install: Manifests) -> None:
-    """Apply the manifests' RBAC for real; the in-memory cluster is reset after the test."""
+    """Apply the manifests' RBAC for real; the in-memory cluster is reset after the test. Never
+    on a real cluster: the objects keep their own names, and would overwrite an installed
+    Accurate's."""
+    assert not cluster.is_real, "the manifests' RBAC is only ever installed in memory"
     objects = [obj for obj in install.objects if obj["kind"] in RBAC_KINDS]
     result = kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
     assert result.returncode == 0, result.stderr

@@ -1,5 +1,5 @@
-"""Small helpers the contract tests share: raw requests with a chosen content type, and error
-bodies."""
+"""Small helpers the contract tests share: raw requests with a chosen content type, error
+bodies, and objects held by the finalizer test clean-ups let go of (accurate_testbed.leftovers)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import json
 from typing import Any
 
 from kubernetes import client as k8s_client
+
+from accurate_testbed.cluster import Cluster
+from accurate_testbed.leftovers import HOLD
 
 
 def request(
@@ -37,3 +40,17 @@ def request(
 def error_of(error: k8s_client.ApiException) -> dict[str, Any]:
     """The metav1 Status an API error carried."""
     return dict(json.loads(error.body or "{}"))
+
+
+def held_config_map(cluster: Cluster, ns: str, name: str, **metadata: Any) -> Any:
+    """Create ConfigMap ``name`` held by ``HOLD``; the test's clean-up lets go of it (on a real
+    cluster a forgotten hold would keep its namespace ``Terminating`` for ever)."""
+    core: Any = k8s_client.CoreV1Api(cluster.api_client)
+    body = {"metadata": {"name": name, "finalizers": [HOLD], **metadata}}
+    return core.create_namespaced_config_map(ns, body)
+
+
+def release(cluster: Cluster, ns: str, name: str) -> None:
+    """Drop the finalizers of ConfigMap ``name``, so that it (and its namespace) can go."""
+    core: Any = k8s_client.CoreV1Api(cluster.api_client)
+    core.patch_namespaced_config_map(name, ns, {"metadata": {"finalizers": None}})

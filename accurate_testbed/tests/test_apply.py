@@ -29,11 +29,11 @@ def owned_labels(obj: dict, manager: str) -> set[str]:
 def test_an_applier_owns_what_it_sent_not_the_defaults(kube: Kube, cluster: Cluster) -> None:
     name = cluster.unique("applied")
     path = resource_path("", "v1", "namespaces", name=name)
-    cluster.on_cleanup(lambda: kube.delete(path))
-    created = kube.apply(path, namespace_config(name, labels={"team": "a"}), "applier")
+    sent = cluster.own({"team": "a"})
+    created = kube.apply(path, namespace_config(name, labels=sent), "applier")
     assert created["metadata"]["labels"]["kubernetes.io/metadata.name"] == name
-    assert owned_labels(created, "applier") == {"team"}
-    again = kube.apply(path, namespace_config(name, labels={"team": "a"}), "applier")
+    assert owned_labels(created, "applier") == set(sent)
+    again = kube.apply(path, namespace_config(name, labels=sent), "applier")
     assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
 
 

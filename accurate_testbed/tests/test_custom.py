@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from kubernetes import client as k8s_client
 
 from accurate_testbed.cluster import Cluster
+from accurate_testbed.leftovers import HOLD
 from accurate_testbed.tests.helpers import error_of, request
-from accurate_testbed.waiting import wait_for
+from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 
 GROUP = "contract.example.com"
 
@@ -59,33 +59,19 @@ def widget_crd(plural: str) -> dict:
     }
 
 
-def unless_gone(call: Callable[[], object]) -> None:
-    """Run a clean-up call that has nothing left to do when the test removed the object."""
-    try:
-        call()
-    except k8s_client.ApiException as error:
-        if error.status != 404:
-            raise
-
-
 @pytest.fixture
 def widgets(cluster: Cluster) -> str:
-    """Register a Widget CRD (unique plural) and return the collection path prefix."""
+    """Register a Widget CRD (unique plural, the test's labels) and return its plural."""
     plural = f"{cluster.unique('widgets').replace('-', '')}s"
     extensions: Any = k8s_client.ApiextensionsV1Api(cluster.api_client)
-    extensions.create_custom_resource_definition(widget_crd(plural))
-    cluster.on_cleanup(
-        lambda: unless_gone(
-            lambda: extensions.delete_custom_resource_definition(f"{plural}.{GROUP}")
-        )
-    )
+    extensions.create_custom_resource_definition(cluster.owned(widget_crd(plural)))
 
     def established() -> bool:
         crd = extensions.read_custom_resource_definition(f"{plural}.{GROUP}")
         conditions = {c.type: c.status for c in crd.status.conditions or []}
         return conditions.get("Established") == "True"
 
-    wait_for(established, what="the CRD to be established")
+    wait_for(established, 30, "the CRD to be established")
     return plural
 
 
@@ -266,7 +252,7 @@ def test_deleting_a_crd_deletes_its_objects(cluster: Cluster, widgets: str) -> N
             return error.status == 404
         return False
 
-    wait_for(crd_gone, what="the CRD to be deleted")
+    wait_for(crd_gone, CONTROLLER_TIMEOUT, "the CRD to be deleted")
     with pytest.raises(k8s_client.ApiException) as caught:
         request(cluster.api_client, "GET", base)
     assert caught.value.status == 404
@@ -277,12 +263,9 @@ def test_a_held_custom_object_marked_deleting_gets_a_new_generation(
 ) -> None:
     ns = cluster.namespace()
     base = collection(ns, widgets)
-    metadata = {"name": "w", "finalizers": ["example.com/hold"]}
+    metadata = {"name": "w", "finalizers": [HOLD]}
     body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": metadata, "spec": {}}
     created = request(cluster.api_client, "POST", base, body)
-    merge = "application/merge-patch+json"
-    release = {"metadata": {"finalizers": None}}
-    cluster.on_cleanup(lambda: request(cluster.api_client, "PATCH", f"{base}/w", release, merge))
 
     dry = request(cluster.api_client, "DELETE", f"{base}/w", {"dryRun": ["All"]})
     stored = request(cluster.api_client, "GET", f"{base}/w")
@@ -317,13 +300,8 @@ def test_a_crd_being_deleted_serves_its_held_objects_until_they_are_released(
         }
 
     request(cluster.api_client, "POST", base, widget("plain"))
-    request(cluster.api_client, "POST", base, widget("held", finalizers=["example.com/hold"]))
+    request(cluster.api_client, "POST", base, widget("held", finalizers=[HOLD]))
     release = {"metadata": {"finalizers": None}}
-    cluster.on_cleanup(
-        lambda: unless_gone(
-            lambda: request(cluster.api_client, "PATCH", f"{base}/held", release, merge)
-        )
-    )
     before = request(cluster.api_client, "GET", crd_path)
 
     answer = request(cluster.api_client, "DELETE", crd_path)
@@ -342,7 +320,7 @@ def test_a_crd_being_deleted_serves_its_held_objects_until_they_are_released(
         items = request(cluster.api_client, "GET", base)["items"]
         return [item["metadata"]["name"] for item in items] == ["held"]
 
-    wait_for(only_held_left, 60, "the CRD's unheld objects to be deleted")
+    wait_for(only_held_left, CONTROLLER_TIMEOUT, "the CRD's unheld objects to be deleted")
     in_progress = terminating_condition(request(cluster.api_client, "GET", crd_path))
     assert (in_progress["status"], in_progress["reason"]) == ("True", "InstanceDeletionInProgress")
     assert in_progress["message"] == "CustomResource deletion is in progress"
@@ -387,5 +365,7 @@ def test_a_crd_being_deleted_serves_its_held_objects_until_they_are_released(
             return error.status == 404
         return False
 
-    wait_for(lambda: gone(crd_path), 90, "the CRD to go once its last object is released")
+    wait_for(
+        lambda: gone(crd_path), CONTROLLER_TIMEOUT, "the CRD to go once its last object is released"
+    )
     wait_for(lambda: gone(base), 30, "its objects to be served no more")

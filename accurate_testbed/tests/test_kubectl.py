@@ -12,18 +12,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client as k8s_client
 
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.kubectl import kubectl as run_kubectl
-from accurate_testbed.tests.helpers import error_of, request
-from accurate_testbed.waiting import wait_for
+from accurate_testbed.objects import namespace_manifest
+from accurate_testbed.tests.helpers import error_of, held_config_map, release, request
+from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 
 
 def kubectl(
-    kubeconfig: Path, *args: str, stdin: str | None = None, check: bool = True
+    kubeconfig: Path, *args: str, stdin: Any = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
     result = run_kubectl(kubeconfig, *args, stdin=stdin)
     if check and result.returncode != 0:
@@ -37,13 +39,14 @@ def get_json(kubeconfig: Path, *args: str) -> Any:
 
 def test_create_get_label_annotate_namespace(cluster: Cluster, kubeconfig: Path) -> None:
     name = cluster.unique("kubectl")
-    cluster.on_cleanup(lambda: kubectl(kubeconfig, "delete", "ns", name, "--wait=false"))
-    assert kubectl(kubeconfig, "create", "ns", name).stdout == f"namespace/{name} created\n"
+    manifest = namespace_manifest(name, cluster.labels)
+    created = kubectl(kubeconfig, "create", "-f", "-", stdin=manifest)
+    assert created.stdout == f"namespace/{name} created\n"
     kubectl(kubeconfig, "label", "ns", name, "team=a", "drop=me")
     kubectl(kubeconfig, "annotate", "ns", name, "note=hello")
     kubectl(kubeconfig, "label", "ns", name, "drop-")
     labels = get_json(kubeconfig, "ns", name)["metadata"]["labels"]
-    assert labels == {"team": "a", "kubernetes.io/metadata.name": name}
+    assert labels == cluster.own({"team": "a", "kubernetes.io/metadata.name": name})
     assert get_json(kubeconfig, "ns", name)["metadata"]["annotations"] == {"note": "hello"}
     kubectl(kubeconfig, "annotate", "ns", name, "note-")
     assert (
@@ -98,8 +101,8 @@ spec:
 def test_apply_crd_then_custom_object(cluster: Cluster, kubeconfig: Path) -> None:
     plural = cluster.unique("gadgets").replace("-", "")
     crd_name = f"{plural}.kubectl.example.com"
-    cluster.on_cleanup(lambda: kubectl(kubeconfig, "delete", "crd", crd_name))
-    kubectl(kubeconfig, "apply", "-f", "-", stdin=CRD.format(plural=plural))
+    crd = cluster.owned(yaml.safe_load(CRD.format(plural=plural)))
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=crd)
     kubectl(kubeconfig, "wait", "--for=condition=Established", f"crd/{crd_name}", "--timeout=20s")
     ns = cluster.namespace()
     gadget = (
@@ -199,13 +202,7 @@ def test_delete_namespace_waits_until_it_and_its_contents_are_gone(
 
 def test_create_in_terminating_namespace_fails(cluster: Cluster, kubeconfig: Path) -> None:
     ns = cluster.namespace()
-    core: Any = k8s_client.CoreV1Api(cluster.api_client)
-    core.create_namespaced_config_map(
-        ns, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}
-    )
-    cluster.on_cleanup(
-        lambda: core.patch_namespaced_config_map("held", ns, {"metadata": {"finalizers": None}})
-    )
+    held_config_map(cluster, ns, "held")
     kubectl(kubeconfig, "delete", "ns", ns, "--wait=false")
     refused = kubectl(kubeconfig, "create", "configmap", "late", "-n", ns, check=False)
     assert refused.returncode == 1
@@ -213,12 +210,12 @@ def test_create_in_terminating_namespace_fails(cluster: Cluster, kubeconfig: Pat
         f'error: failed to create configmap: configmaps "late" is forbidden: unable to create '
         f"new content in namespace {ns} because it is being terminated"
     )
-    core.patch_namespaced_config_map("held", ns, {"metadata": {"finalizers": None}})
+    release(cluster, ns, "held")
 
     def gone() -> bool:
         return kubectl(kubeconfig, "get", "ns", ns, check=False).returncode == 1
 
-    wait_for(gone, timeout=20, what="the namespace to go")
+    wait_for(gone, CONTROLLER_TIMEOUT, "the namespace to go")
 
 
 def test_replace_with_stale_version_is_conflict(cluster: Cluster, kubeconfig: Path) -> None:

@@ -12,8 +12,9 @@ import pytest
 from kubernetes import client as k8s_client
 
 from accurate_testbed.cluster import Cluster
-from accurate_testbed.tests.helpers import error_of, request
-from accurate_testbed.waiting import wait_for
+from accurate_testbed.leftovers import HOLD
+from accurate_testbed.tests.helpers import error_of, held_config_map, release, request
+from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 
 RBAC = "rbac.authorization.k8s.io"
 
@@ -194,19 +195,17 @@ def test_label_selectors_and_name_field_selector(cluster: Cluster, core) -> None
 
 def test_finalizers_delay_deletion_until_removed(cluster: Cluster, core) -> None:
     ns = cluster.namespace()
-    core.create_namespaced_config_map(
-        ns, {"metadata": {"name": "a", "finalizers": ["example.com/hold"]}}
-    )
+    held_config_map(cluster, ns, "a")
     core.delete_namespaced_config_map("a", ns)
     held = core.read_namespaced_config_map("a", ns)
     assert held.metadata.deletion_timestamp is not None
     assert held.metadata.deletion_grace_period_seconds == 0
     with pytest.raises(k8s_client.ApiException) as caught:
         core.patch_namespaced_config_map(
-            "a", ns, {"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}}
+            "a", ns, {"metadata": {"finalizers": [HOLD, "example.com/more"]}}
         )
     assert caught.value.status == 422
-    core.patch_namespaced_config_map("a", ns, {"metadata": {"finalizers": None}})
+    release(cluster, ns, "a")
     with pytest.raises(k8s_client.ApiException) as gone:
         core.read_namespaced_config_map("a", ns)
     assert gone.value.status == 404
@@ -215,9 +214,7 @@ def test_finalizers_delay_deletion_until_removed(cluster: Cluster, core) -> None
 def test_namespace_deletion_empties_it_then_removes_it(cluster: Cluster, core) -> None:
     ns = cluster.namespace()
     core.create_namespaced_config_map(ns, {"metadata": {"name": "plain"}})
-    core.create_namespaced_config_map(
-        ns, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}
-    )
+    held_config_map(cluster, ns, "held")
     core.delete_namespace(ns)
     terminating = core.read_namespace(ns)
     assert terminating.status.phase == "Terminating"
@@ -227,7 +224,7 @@ def test_namespace_deletion_empties_it_then_removes_it(cluster: Cluster, core) -
         names = [i.metadata.name for i in core.list_namespaced_config_map(ns).items]
         return names == ["held"]
 
-    wait_for(held_only, what="the namespace's plain objects to be deleted")
+    wait_for(held_only, CONTROLLER_TIMEOUT, "the namespace's plain objects to be deleted")
     with pytest.raises(k8s_client.ApiException) as caught:
         core.create_namespaced_config_map(ns, {"metadata": {"name": "late"}})
     status = error_of(caught.value)
@@ -243,7 +240,7 @@ def test_namespace_deletion_empties_it_then_removes_it(cluster: Cluster, core) -
             "field": "metadata.namespace",
         }
     ]
-    core.patch_namespaced_config_map("held", ns, {"metadata": {"finalizers": None}})
+    release(cluster, ns, "held")
 
     def namespace_gone() -> bool:
         try:
@@ -252,22 +249,16 @@ def test_namespace_deletion_empties_it_then_removes_it(cluster: Cluster, core) -
             return error.status == 404
         return False
 
-    wait_for(namespace_gone, what="the namespace to disappear")
+    wait_for(namespace_gone, CONTROLLER_TIMEOUT, "the namespace to disappear")
 
 
 def test_deleting_terminating_namespace_again_is_conflict(cluster: Cluster, core) -> None:
     ns = cluster.namespace()
-    core.create_namespaced_config_map(
-        ns, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}
-    )
+    held_config_map(cluster, ns, "held")
     core.delete_namespace(ns)
     with pytest.raises(k8s_client.ApiException) as caught:
         core.delete_namespace(ns)
     assert caught.value.status == 409
-    cluster.on_cleanup(
-        lambda: core.patch_namespaced_config_map("held", ns, {"metadata": {"finalizers": None}})
-    )
-    core.patch_namespaced_config_map("held", ns, {"metadata": {"finalizers": None}})
 
 
 def test_owner_deletion_collects_dependents(cluster: Cluster, core) -> None:
@@ -288,7 +279,7 @@ def test_owner_deletion_collects_dependents(cluster: Cluster, core) -> None:
     def only_bystander() -> bool:
         return [i.metadata.name for i in core.list_namespaced_config_map(ns).items] == ["bystander"]
 
-    wait_for(only_bystander, what="the dependent to be garbage-collected")
+    wait_for(only_bystander, CONTROLLER_TIMEOUT, "the dependent to be garbage-collected")
 
 
 def test_orphan_deletion_keeps_dependents(cluster: Cluster, core) -> None:
@@ -309,7 +300,7 @@ def test_orphan_deletion_keeps_dependents(cluster: Cluster, core) -> None:
         names = [i.metadata.name for i in core.list_namespaced_config_map(ns).items]
         return names == ["dependent"]
 
-    wait_for(orphaned, what="the owner to go and the dependent to stay")
+    wait_for(orphaned, CONTROLLER_TIMEOUT, "the owner to go and the dependent to stay")
     assert core.read_namespaced_config_map("dependent", ns).metadata.owner_references is None
 
 
@@ -378,52 +369,35 @@ def test_foreground_deletion_waits_for_dependents(cluster: Cluster, core) -> Non
         "name": "owner",
         "uid": owner.metadata.uid,
     }
-    core.create_namespaced_config_map(
-        ns,
-        {
-            "metadata": {
-                "name": "dependent",
-                "ownerReferences": [reference],
-                "finalizers": ["example.com/hold"],
-            }
-        },
-    )
+    held_config_map(cluster, ns, "dependent", ownerReferences=[reference])
     core.delete_namespaced_config_map("owner", ns, propagation_policy="Foreground")
 
     def dependent_deleting() -> bool:
         return core.read_namespaced_config_map("dependent", ns).metadata.deletion_timestamp
 
-    wait_for(dependent_deleting, what="the dependent to be deleted first")
+    wait_for(dependent_deleting, CONTROLLER_TIMEOUT, "the dependent to be deleted first")
     waiting = core.read_namespaced_config_map("owner", ns)
     assert "foregroundDeletion" in waiting.metadata.finalizers
-    core.patch_namespaced_config_map("dependent", ns, {"metadata": {"finalizers": None}})
+    release(cluster, ns, "dependent")
 
     def all_gone() -> bool:
         return core.list_namespaced_config_map(ns).items == []
 
-    wait_for(all_gone, what="the owner to go after its dependent")
-
-
-def release(core: Any, ns: str, name: str) -> None:
-    """Drop a test's finalizer, so the object (and on a real cluster its namespace) can go."""
-    core.patch_namespaced_config_map(name, ns, {"metadata": {"finalizers": None}})
+    wait_for(all_gone, CONTROLLER_TIMEOUT, "the owner to go after its dependent")
 
 
 def test_a_dry_run_delete_of_a_held_object_answers_it_deleting_and_stores_nothing(
     cluster: Cluster, core
 ) -> None:
     ns = cluster.namespace()
-    created = core.create_namespaced_config_map(
-        ns, {"metadata": {"name": "a", "finalizers": ["example.com/hold"]}}
-    )
-    cluster.on_cleanup(lambda: release(core, ns, "a"))
+    created = held_config_map(cluster, ns, "a")
     path = f"/api/v1/namespaces/{ns}/configmaps/a"
 
     answer = request(cluster.api_client, "DELETE", path, {"dryRun": ["All"]})
 
     assert answer["metadata"]["deletionTimestamp"]
     assert answer["metadata"]["deletionGracePeriodSeconds"] == 0
-    assert answer["metadata"]["finalizers"] == ["example.com/hold"]
+    assert answer["metadata"]["finalizers"] == [HOLD]
     assert answer["metadata"]["resourceVersion"] == created.metadata.resource_version
     stored = core.read_namespaced_config_map("a", ns)
     assert stored.metadata.deletion_timestamp is None
@@ -465,10 +439,7 @@ def test_a_dry_run_namespace_delete_answers_it_terminating_and_stores_nothing(
 
 def test_a_name_held_by_an_object_being_deleted_says_so(cluster: Cluster, core) -> None:
     ns = cluster.namespace()
-    core.create_namespaced_config_map(
-        ns, {"metadata": {"name": "a", "finalizers": ["example.com/hold"]}}
-    )
-    cluster.on_cleanup(lambda: release(core, ns, "a"))
+    held_config_map(cluster, ns, "a")
     core.delete_namespaced_config_map("a", ns)
 
     for dry_run in (None, "All"):
@@ -482,10 +453,7 @@ def test_a_name_held_by_an_object_being_deleted_says_so(cluster: Cluster, core) 
 
 def test_a_namespace_name_still_terminating_says_so(cluster: Cluster, core) -> None:
     ns = cluster.namespace()
-    core.create_namespaced_config_map(
-        ns, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}
-    )
-    cluster.on_cleanup(lambda: release(core, ns, "held"))
+    held_config_map(cluster, ns, "held")
     core.delete_namespace(ns)
 
     with pytest.raises(k8s_client.ApiException) as caught:

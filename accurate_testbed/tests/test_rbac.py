@@ -8,7 +8,6 @@ Grants are awaited with deadlines, since a real API server applies RBAC changes 
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 import subprocess
@@ -24,7 +23,7 @@ from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.tests.helpers import error_of
 from accurate_testbed.tests.test_kubectl import kubectl
-from accurate_testbed.waiting import wait_for
+from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 from libaccurate.kube import ApiError, ConnectionOptions, Kube
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
@@ -45,13 +44,10 @@ def allowed(kubeconfig: Path, user: str, *args: str, groups: tuple[str, ...] = (
 
 
 def apply(cluster: Cluster, kubeconfig: Path, *objects: dict[str, Any]) -> None:
-    """Create objects as the admin; cluster-scoped ones are deleted after the test."""
-    kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
-    for obj in objects:
-        if "namespace" not in obj["metadata"]:
-            kind, name = obj["kind"].lower(), obj["metadata"]["name"]
-            delete = ("delete", kind, name, "--ignore-not-found")
-            cluster.on_cleanup(functools.partial(kubectl, kubeconfig, *delete))
+    """Create objects as the admin; cluster-scoped ones carry the test's labels, which has them
+    deleted after the test (or, should the run be killed, by the next run)."""
+    labelled = [obj if "namespace" in obj["metadata"] else cluster.owned(obj) for obj in objects]
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(labelled))
 
 
 def cluster_role(name: str, rules: list[dict[str, Any]], **labels: str) -> dict[str, Any]:
@@ -271,13 +267,19 @@ def test_aggregate_to_admin_roles_reach_namespace_admins(
     assert f'cannot list resource "{plural}" in API group "rbac-test.example.com"' in refused.stderr
     apply(cluster, kubeconfig, extra)
     wait_for(
-        lambda: allowed(kubeconfig, alice, "get", plural, "-n", ns), what="the aggregated rule"
+        lambda: allowed(kubeconfig, alice, "get", plural, "-n", ns),
+        CONTROLLER_TIMEOUT,
+        "the aggregation controller to add the rule",
     )
     admin = yaml.safe_load(kubectl(kubeconfig, "get", "clusterrole", "admin", "-o", "yaml").stdout)
     assert extra["rules"][0] in admin["rules"]
     assert as_user(kubeconfig, alice, "auth", "can-i", "delete", plural, "-n", ns).stdout == "no\n"
     kubectl(kubeconfig, "delete", "clusterrole", extra["metadata"]["name"])
-    wait_for(lambda: not allowed(kubeconfig, alice, "get", plural, "-n", ns), what="the rule to go")
+    wait_for(
+        lambda: not allowed(kubeconfig, alice, "get", plural, "-n", ns),
+        CONTROLLER_TIMEOUT,
+        "the aggregation controller to drop the rule",
+    )
 
 
 def test_users_cannot_grant_what_they_do_not_hold(cluster: Cluster, kubeconfig: Path) -> None:

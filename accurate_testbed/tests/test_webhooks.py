@@ -1,8 +1,11 @@
 """Contract: admission webhooks as a kubectl user meets them.
 
 Webhook configurations point at a real HTTPS webhook on 127.0.0.1; what the user types and reads
-is the real kubectl's. Each webhook only looks at the namespaces its test names (a
-matchCondition), so on a real cluster (ACCURATE_TEST_KUBECONFIG) it cannot disturb anything else.
+is the real kubectl's. Each webhook only sees the namespaces its test labels for it (a
+namespaceSelector on the test's labels and a scope of its own, which every Kubernetes version
+honours, unlike matchConditions), so on a real cluster (ACCURATE_TEST_KUBECONFIG) it cannot
+disturb anything else; the configurations carry the test's labels and are withdrawn before the
+server that answers them stops.
 """
 
 from __future__ import annotations
@@ -18,21 +21,31 @@ from kubernetes import client as k8s_client
 
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.kubectl import kubectl
+from accurate_testbed.objects import namespace_manifest
 from accurate_testbed.processes import free_port
 from accurate_testbed.tests.webhook_server import WebhookServer, denied, patched
 
+# The label that puts a namespace in view of one test webhook.
+SCOPE = "webhook-contract.example.com/scope"
+
 
 @pytest.fixture
-def webhook() -> Iterator[WebhookServer]:
+def webhook(cluster: Cluster) -> Iterator[WebhookServer]:
     server = WebhookServer(trustme.CA())
     yield server
+    cluster.withdraw_webhooks()
     server.close()
 
 
+def scoped(cluster: Cluster, scope: str) -> dict[str, str]:
+    """The labels of a namespace of the test's that the webhook registered for ``scope`` sees."""
+    return cluster.own({SCOPE: scope})
+
+
 def register(
-    cluster: Cluster, kind: str, client_config: dict[str, Any], prefix: str, **fields: Any
+    cluster: Cluster, kind: str, client_config: dict[str, Any], scope: str, **fields: Any
 ) -> str:
-    """Register a one-webhook configuration for namespaces whose name starts with ``prefix``."""
+    """Register a one-webhook configuration for the namespaces labelled ``scoped(scope)``."""
     name = cluster.unique("webhook-contract")
     spec = {
         "name": f"{name}.example.com",
@@ -45,29 +58,18 @@ def register(
                 "resources": ["namespaces"],
             }
         ],
-        "matchConditions": [{"name": "ours", "expression": f'request.name.startsWith("{prefix}")'}],
+        "namespaceSelector": {"matchLabels": scoped(cluster, scope)},
         "sideEffects": "None",
         "admissionReviewVersions": ["v1"],
         "timeoutSeconds": 5,
         **fields,
     }
-    body: Any = {"metadata": {"name": name}, "webhooks": [spec]}
+    body: Any = {"metadata": {"name": name, "labels": cluster.labels}, "webhooks": [spec]}
     api = k8s_client.AdmissionregistrationV1Api(cluster.api_client)
-    mutating = kind == "Mutating"
-    create = (
-        api.create_mutating_webhook_configuration
-        if mutating
-        else api.create_validating_webhook_configuration
-    )
-    create(body)
-
-    def unregister() -> None:
-        if mutating:
-            api.delete_mutating_webhook_configuration(name)
-        else:
-            api.delete_validating_webhook_configuration(name)
-
-    cluster.on_cleanup(unregister)
+    if kind == "Mutating":
+        api.create_mutating_webhook_configuration(body)
+    else:
+        api.create_validating_webhook_configuration(body)
     return str(spec["name"])
 
 
@@ -79,11 +81,10 @@ def namespace_exists(kubeconfig: Path, name: str) -> bool:
     return kubectl(kubeconfig, "get", "namespace", name).returncode == 0
 
 
-def delete_later(cluster: Cluster, name: str) -> None:
-    def delete() -> None:
-        k8s_client.CoreV1Api(cluster.api_client).delete_namespace(name)
-
-    cluster.on_cleanup(delete)
+def create_namespace(cluster: Cluster, name: str, scope: str) -> Any:
+    """``kubectl create`` a namespace the webhook registered for ``scope`` sees."""
+    manifest = namespace_manifest(name, scoped(cluster, scope))
+    return kubectl(cluster.kubeconfig, "create", "-f", "-", stdin=manifest)
 
 
 @pytest.mark.parametrize(
@@ -100,18 +101,18 @@ def delete_later(cluster: Cluster, name: str) -> None:
 def test_a_denied_create_shows_the_webhooks_message(
     cluster: Cluster, kubeconfig: Path, webhook: WebhookServer, refusal: dict, shown: str
 ):
-    prefix = cluster.unique("denied")
+    scope, name = cluster.unique("denied"), cluster.unique("denied")
     webhook.answer = lambda _: {"allowed": False, "status": refusal}
-    hook_name = register(cluster, "Validating", at(webhook), prefix)
+    hook_name = register(cluster, "Validating", at(webhook), scope)
 
-    result = kubectl(kubeconfig, "create", "namespace", f"{prefix}-a")
+    result = create_namespace(cluster, name, scope)
 
     assert result.returncode == 1
     assert result.stderr == (
-        f'{shown}admission webhook "{hook_name}" denied the request: tenants may not create '
-        "namespaces\n"
+        f'{shown}error when creating "STDIN": admission webhook "{hook_name}" denied the '
+        "request: tenants may not create namespaces\n"
     )
-    assert not namespace_exists(kubeconfig, f"{prefix}-a")
+    assert not namespace_exists(kubeconfig, name)
     assert cluster.namespace("other")
 
 
@@ -143,11 +144,11 @@ REFUSALS: list[tuple[dict[str, Any] | None, dict[str, Any]]] = [
 ]
 
 
-def answered(cluster: Cluster, name: str) -> tuple[int, str, str]:
-    """The HTTP status, Content-Type and body of creating namespace ``name``."""
+def answered(cluster: Cluster, name: str, scope: str) -> tuple[int, str, str]:
+    """The HTTP status, Content-Type and body of creating namespace ``name`` in ``scope``."""
     core: Any = k8s_client.CoreV1Api(cluster.api_client)
     with pytest.raises(k8s_client.ApiException) as refused:
-        core.create_namespace({"metadata": {"name": name}})
+        core.create_namespace(namespace_manifest(name, scoped(cluster, scope)))
     headers = refused.value.headers or {}
     return int(refused.value.status), headers.get("Content-Type", ""), str(refused.value.body)
 
@@ -156,17 +157,17 @@ def answered(cluster: Cluster, name: str) -> tuple[int, str, str]:
 def test_a_refusal_reaches_the_client_as_kube_apiserver_converts_it(
     cluster: Cluster, webhook: WebhookServer, kind: str
 ):
-    prefix = cluster.unique("refused")
-    refusals = {f"{prefix}-{index}": refusal for index, (refusal, _) in enumerate(REFUSALS)}
+    scope = cluster.unique("refused")
+    refusals = {f"{scope}-{index}": refusal for index, (refusal, _) in enumerate(REFUSALS)}
     webhook.answer = lambda request: {
         "allowed": False,
         **({} if refusals[request["name"]] is None else {"status": refusals[request["name"]]}),
     }
-    hook_name = register(cluster, kind, at(webhook), prefix)
+    hook_name = register(cluster, kind, at(webhook), scope)
 
     seen, expected = {}, {}
     for name, (_, wanted) in zip(refusals, REFUSALS, strict=True):
-        code, content_type, body = answered(cluster, name)
+        code, content_type, body = answered(cluster, name, scope)
         seen[name] = (code, content_type, json.loads(body))
         status = {
             "kind": "Status",
@@ -187,11 +188,11 @@ def test_a_refusal_code_http_cannot_carry_makes_kube_apiserver_answer_a_plain_50
 ):
     """Go's net/http panics on a status code above 999 and kube-apiserver's panic recovery
     answers instead."""
-    prefix = cluster.unique("refused")
+    scope = cluster.unique("refused")
     webhook.answer = lambda _: denied("no", code=1000)
-    register(cluster, "Validating", at(webhook), prefix)
+    register(cluster, "Validating", at(webhook), scope)
 
-    code, content_type, body = answered(cluster, f"{prefix}-a")
+    code, content_type, body = answered(cluster, cluster.unique("refused"), scope)
 
     assert (code, content_type) == (500, "text/plain; charset=utf-8")
     assert body == "This request caused apiserver to panic. Look in the logs for details.\n"
@@ -200,13 +201,14 @@ def test_a_refusal_code_http_cannot_carry_makes_kube_apiserver_answer_a_plain_50
 def test_a_denied_label_change_leaves_the_namespace_as_it_was(
     cluster: Cluster, kubeconfig: Path, webhook: WebhookServer
 ):
-    name = cluster.namespace("labelled")
+    scope = cluster.unique("labelled")
+    name = cluster.namespace("labelled", {SCOPE: scope})
     webhook.answer = lambda review: (
         denied("team labels are managed by the platform")
         if "team" in review["object"]["metadata"].get("labels", {})
         else {"allowed": True}
     )
-    hook_name = register(cluster, "Validating", at(webhook), name)
+    hook_name = register(cluster, "Validating", at(webhook), scope)
 
     result = kubectl(kubeconfig, "label", "namespace", name, "team=a")
 
@@ -225,48 +227,46 @@ def test_a_denied_label_change_leaves_the_namespace_as_it_was(
 def test_a_mutating_webhooks_patch_is_stored(
     cluster: Cluster, kubeconfig: Path, webhook: WebhookServer
 ):
-    prefix = cluster.unique("mutated")
+    scope, name = cluster.unique("mutated"), cluster.unique("mutated")
     label = {"op": "add", "path": "/metadata/labels/stamped-by", "value": "webhook"}
     webhook.answer = lambda _: patched(label)
-    register(cluster, "Mutating", at(webhook), prefix)
+    register(cluster, "Mutating", at(webhook), scope)
 
-    created = kubectl(kubeconfig, "create", "namespace", f"{prefix}-a")
+    created = create_namespace(cluster, name, scope)
 
     assert created.returncode == 0, created.stderr
-    delete_later(cluster, f"{prefix}-a")
-    stored = json.loads(kubectl(kubeconfig, "get", "namespace", f"{prefix}-a", "-o", "json").stdout)
+    stored = json.loads(kubectl(kubeconfig, "get", "namespace", name, "-o", "json").stdout)
     assert stored["metadata"]["labels"]["stamped-by"] == "webhook"
 
 
 def test_a_webhook_that_is_down_refuses_requests_under_failure_policy_fail(
     cluster: Cluster, kubeconfig: Path
 ):
-    prefix = cluster.unique("down")
+    scope, name = cluster.unique("down"), cluster.unique("down")
     down = {"url": f"https://127.0.0.1:{free_port()}/validate"}
-    hook_name = register(cluster, "Validating", down, prefix)
+    hook_name = register(cluster, "Validating", down, scope)
 
-    result = kubectl(kubeconfig, "create", "namespace", f"{prefix}-a")
+    result = create_namespace(cluster, name, scope)
 
     assert result.returncode == 1
     assert result.stderr.startswith(
-        "Error from server (InternalError): Internal error occurred: "
-        f'failed calling webhook "{hook_name}": failed to call webhook: '
+        'Error from server (InternalError): error when creating "STDIN": Internal error '
+        f'occurred: failed calling webhook "{hook_name}": failed to call webhook: '
     )
-    assert not namespace_exists(kubeconfig, f"{prefix}-a")
+    assert not namespace_exists(kubeconfig, name)
 
 
 def test_a_webhook_that_is_down_is_skipped_under_failure_policy_ignore(
     cluster: Cluster, kubeconfig: Path
 ):
-    prefix = cluster.unique("down")
+    scope, name = cluster.unique("down"), cluster.unique("down")
     down = {"url": f"https://127.0.0.1:{free_port()}/validate"}
-    register(cluster, "Validating", down, prefix, failurePolicy="Ignore")
+    register(cluster, "Validating", down, scope, failurePolicy="Ignore")
 
-    result = kubectl(kubeconfig, "create", "namespace", f"{prefix}-a")
+    result = create_namespace(cluster, name, scope)
 
     assert result.returncode == 0, result.stderr
-    delete_later(cluster, f"{prefix}-a")
-    assert namespace_exists(kubeconfig, f"{prefix}-a")
+    assert namespace_exists(kubeconfig, name)
 
 
 def test_a_configuration_the_api_would_not_store_is_refused(cluster: Cluster, kubeconfig: Path):
@@ -280,7 +280,7 @@ def test_a_configuration_the_api_would_not_store_is_refused(cluster: Cluster, ku
     manifest = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "labels": cluster.labels},
         "webhooks": [spec],
     }
 
@@ -298,14 +298,11 @@ def test_a_configuration_the_api_would_not_store_is_refused(cluster: Cluster, ku
 def test_an_object_the_server_finds_invalid_never_reaches_a_validating_webhook(
     cluster: Cluster, kubeconfig: Path, webhook: WebhookServer
 ):
-    prefix = cluster.unique("invalid")
+    scope = cluster.unique("invalid")
     webhook.answer = lambda _: denied("the webhook should not have been asked")
-    register(cluster, "Validating", at(webhook), prefix)
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"name": f"{prefix}-a", "labels": {"team": "~"}},
-    }
+    register(cluster, "Validating", at(webhook), scope)
+    labels = {**scoped(cluster, scope), "team": "~"}
+    manifest = namespace_manifest(cluster.unique("invalid"), labels)
 
     result = kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(manifest))
 
@@ -318,12 +315,11 @@ def test_an_object_the_server_finds_invalid_never_reaches_a_validating_webhook(
 def test_a_webhooks_warnings_reach_the_kubectl_user(
     cluster: Cluster, kubeconfig: Path, webhook: WebhookServer
 ):
-    prefix = cluster.unique("warned")
+    scope, name = cluster.unique("warned"), cluster.unique("warned")
     webhook.answer = lambda _: {"allowed": True, "warnings": ['quota "small" is nearly used']}
-    register(cluster, "Validating", at(webhook), prefix)
+    register(cluster, "Validating", at(webhook), scope)
 
-    created = kubectl(kubeconfig, "create", "namespace", f"{prefix}-a")
+    created = create_namespace(cluster, name, scope)
 
     assert created.returncode == 0, created.stderr
-    delete_later(cluster, f"{prefix}-a")
     assert 'Warning: quota "small" is nearly used' in created.stderr.splitlines()

@@ -587,16 +587,17 @@ def test_a_parent_missing_from_the_cache_is_read_live(cluster: Cluster, start: A
     assert response["allowed"] is True
 
 
-def test_a_parent_missing_everywhere_is_missing(start: Any) -> None:
+def test_a_parent_missing_everywhere_is_missing(cluster: Cluster, start: Any) -> None:
     client = start(FixedForest())
-    child = namespace("child", **{LABEL_PARENT: "nowhere"})
+    nowhere = cluster.unique("nowhere")
+    child = namespace("child", **{LABEL_PARENT: nowhere})
 
     response = client.review(
         VALIDATE_NAMESPACE_PATH, admission_review(NAMESPACE_KIND, "CREATE", child)
     )
 
     assert response["allowed"] is False
-    assert "parent namespace does not exist: nowhere" in response["status"]["message"]
+    assert f"parent namespace does not exist: {nowhere}" in response["status"]["message"]
 
 
 def test_children_missing_from_the_cache_still_block_a_deletion(
