@@ -52,7 +52,7 @@ def tree(controllers: Controllers, scene: Scene) -> tuple[str, str, str]:
         if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "accurate:manage"
     ]
     if cluster_object(scene, "clusterroles", "accurate:manage") is None:
-        scene.apply(manage)
+        scene.apply(scene.cluster.owned(manage))
         scene.cluster.on_cleanup(lambda: scene.kubectl("delete", "clusterrole", "accurate:manage"))
     controllers.start(CONFIG)
     return propagation.tree(scene)

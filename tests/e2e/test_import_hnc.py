@@ -52,7 +52,7 @@ def hnc_api(cluster: Cluster) -> None:
     for crd in yaml.safe_load_all(HNC_CRDS.read_text()):
         path = f"{CRDS}/{crd['metadata']['name']}"
         if _get(kube, path) is None:
-            kube.create(CRDS, crd)
+            kube.create(CRDS, cluster.owned(crd))
             cluster.on_cleanup(functools.partial(_remove_crd, kube, path))
     listing = resource_path("hnc.x-k8s.io", "v1alpha2", "hierarchicalresourcequotas")
     wait_for(lambda: _served(kube, listing), 30, "HNC's CRDs to be served")
