@@ -8,17 +8,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from bench.target import Target
+from libaccurate import subnamespaces
 from libaccurate.constants import (
     CREATED_BY_VALUE,
     FIELD_MANAGER,
     FINALIZER,
-    GROUP,
     LABEL_CREATED_BY,
     LABEL_PARENT,
     LABEL_TYPE,
-    STORAGE_VERSION,
     SUBNAMESPACE_KIND,
-    SUBNAMESPACE_PLURAL,
     TYPE_ROOT,
 )
 from libaccurate.kube import ApiError, Kube, resource_path
@@ -80,10 +78,6 @@ def _create_namespace(kube: Any, name: str, labels: Mapping[str, str]) -> None:
     kube.create(NAMESPACES, {"metadata": {"name": name, "labels": dict(labels)}})
 
 
-def _subnamespace_path(parent: str, name: str | None = None, subresource: str | None = None) -> str:
-    return resource_path(GROUP, STORAGE_VERSION, SUBNAMESPACE_PLURAL, parent, name, subresource)
-
-
 def _as_go_left_it(kube: Kube, name: str, parent: str) -> None:
     """Sub-namespace ``name`` as a cluster run by the Go Accurate holds it: a SubNamespace in
     ``parent`` with the finalizer (its mutating webhook adds it) and the status its
@@ -91,10 +85,10 @@ def _as_go_left_it(kube: Kube, name: str, parent: str) -> None:
     and the namespace's ``parent`` and ``created-by`` labels owned by that controller's
     server-side apply, with its field manager (internal/controller/namespace_controller.go,
     propagateMeta, and ssa_client.go of cybozu-go/accurate)."""
-    api_version = f"{GROUP}/{STORAGE_VERSION}"
+    api_version = subnamespaces.api_version()
     metadata = {"name": name, "namespace": parent}
     sub = kube.create(
-        _subnamespace_path(parent),
+        subnamespaces.path(parent),
         {
             "apiVersion": api_version,
             "kind": SUBNAMESPACE_KIND,
@@ -103,7 +97,7 @@ def _as_go_left_it(kube: Kube, name: str, parent: str) -> None:
     )
     status = {"observedGeneration": sub["metadata"]["generation"]}
     kube.apply(
-        _subnamespace_path(parent, name, "status"),
+        subnamespaces.path(parent, name, subresource="status"),
         {
             "apiVersion": api_version,
             "kind": SUBNAMESPACE_KIND,
@@ -125,7 +119,7 @@ def _let_go(kube: Kube, name: str, parent: str) -> None:
     """Without a controller left to finalise it, the SubNamespace would keep ``parent`` from
     being deleted on a real cluster: its finalizer is removed first."""
     try:
-        kube.patch(_subnamespace_path(parent, name), {"metadata": {"finalizers": None}})
+        kube.patch(subnamespaces.path(parent, name), {"metadata": {"finalizers": None}})
     except ApiError as error:
         if not error.not_found:
             raise

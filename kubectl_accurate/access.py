@@ -143,14 +143,17 @@ def _change(
     printer.line(done)
 
 
+def namespace_labels(kube: Kube, name: str) -> dict[str, str]:
+    """A namespace's labels; a namespace that is not there is the user's error to read."""
+    found = kube.find(namespace_path(name))
+    if found is None:
+        raise CliError(f"namespace {name} not found")
+    return dict(found["metadata"].get("labels") or {})
+
+
 def require_root(kube: Kube, name: str) -> None:
     """Grants live in the root of a tree; anywhere else they would not reach the whole tree."""
-    try:
-        labels = kube.get(namespace_path(name))["metadata"].get("labels") or {}
-    except ApiError as error:
-        if error.not_found:
-            raise CliError(f"namespace {name} not found") from error
-        raise
+    labels = namespace_labels(kube, name)
     if labels.get(LABEL_TYPE) != TYPE_ROOT or labels.get(LABEL_PARENT):
         raise CliError(
             f"{name} is not a root namespace: access is granted in the root of a tree "

@@ -99,7 +99,7 @@ def _read(
             "there is nothing to import"
         )
     config_path = resource_path(HNC_GROUP, HNC_VERSION, "hncconfigurations", None, HNC_CONFIG_NAME)
-    hnc_config = _get(kube, config_path)
+    hnc_config = kube.find(config_path)
     kinds = propagated_kinds(hnc_config, kube.server_resources())
     existing = _subnamespaces(api)
     snapshot = HncSnapshot(
@@ -150,15 +150,6 @@ def _items(kube: Kube, path: str) -> list[Obj] | None:
     return [
         {"apiVersion": api_version, "kind": kind, **item} for item in listing.get("items") or []
     ]
-
-
-def _get(kube: Kube, path: str) -> Obj | None:
-    try:
-        return dict(kube.get(path))
-    except ApiError as error:
-        if error.not_found:
-            return None
-        raise
 
 
 # Writing

@@ -15,11 +15,10 @@ from dataclasses import fields
 
 import click
 
-from kubectl_accurate.access import allowed
+from kubectl_accurate.access import allowed, namespace_labels
 from kubectl_accurate.flags import USER_AGENT, connection_options
 from kubectl_accurate.main import epilog, root
 from kubectl_accurate.output import CliError
-from kubectl_accurate.reads import namespace_path
 from libaccurate.access import SUDO_PREFIX, sudo_group
 from libaccurate.constants import LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
 from libaccurate.kube import ApiError, ConnectionOptions, Kube, resource_path
@@ -136,12 +135,7 @@ def root_of(kube: Kube, name: str) -> str:
     current = name
     while current not in seen:
         seen.append(current)
-        try:
-            labels = kube.get(namespace_path(current))["metadata"].get("labels") or {}
-        except ApiError as error:
-            if error.not_found:
-                raise CliError(f"namespace {current} not found") from error
-            raise
+        labels = namespace_labels(kube, current)
         parent = labels.get(LABEL_PARENT)
         if not parent:
             if labels.get(LABEL_TYPE) != TYPE_ROOT:

@@ -147,12 +147,7 @@ class World:
         return {k: v for k, v in labels.items() if k not in hidden}
 
     def subnamespace(self, parent: str, name: str) -> dict[str, Any] | None:
-        try:
-            return self.kube.get(subnamespaces.path(parent, name))
-        except ApiError as error:
-            if error.not_found:
-                return None
-            raise
+        return self.kube.find(subnamespaces.path(parent, name))
 
     def versions(self, *namespaces: str) -> dict[str, Any]:
         """The resourceVersion of each namespace and of every SubNamespace in them: equal

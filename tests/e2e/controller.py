@@ -35,7 +35,7 @@ from accurate_testbed.processes import Process, environment, launch
 from accurate_testbed.waiting import wait_for
 from libaccurate import subnamespaces
 from libaccurate.constants import LABEL_TYPE, TYPE_ROOT
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.kube import Kube, resource_path
 from libaccurate.subnamespaces import path as subnamespaces_path
 from tests.e2e.tally import CONTROLLERS, DELETIONS, count
 from tests.e2e.webhooks import connect, kubectl
@@ -287,12 +287,7 @@ class Scene:
         return name
 
     def get(self, path: str) -> dict[str, Any] | None:
-        try:
-            return self.kube.get(path)
-        except ApiError as error:
-            if error.not_found:
-                return None
-            raise
+        return self.kube.find(path)
 
     def ns(self, name: str) -> dict[str, Any] | None:
         return self.get(resource_path("", "v1", "namespaces", name=name))

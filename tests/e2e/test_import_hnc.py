@@ -51,7 +51,7 @@ def hnc_api(cluster: Cluster) -> None:
     kube = connect(cluster)
     for crd in yaml.safe_load_all(HNC_CRDS.read_text()):
         path = f"{CRDS}/{crd['metadata']['name']}"
-        if _get(kube, path) is None:
+        if kube.find(path) is None:
             kube.create(CRDS, cluster.owned(crd))
             cluster.on_cleanup(functools.partial(_remove_crd, kube, path))
     listing = resource_path("hnc.x-k8s.io", "v1alpha2", "hierarchicalresourcequotas")
@@ -171,16 +171,7 @@ def _remove_crd(kube: Kube, path: str) -> None:
     """Delete one of HNC's CRDs and wait until it is gone: the next test installs it afresh, and
     a CRD still being deleted would be taken for installed."""
     kube.delete(path)
-    wait_for(lambda: _get(kube, path) is None, 120, f"deletion of {path}")
-
-
-def _get(kube: Kube, path: str) -> dict[str, Any] | None:
-    try:
-        return kube.get(path)
-    except ApiError as error:
-        if error.not_found:
-            return None
-        raise
+    wait_for(lambda: kube.find(path) is None, 120, f"deletion of {path}")
 
 
 def _served(kube: Kube, path: str) -> bool:

@@ -222,22 +222,12 @@ def _wait_until_effective(cluster: Cluster, kube: Kube) -> None:
 
 def _exists(kube: Kube, path: str) -> bool:
     """Whether an object (or a collection: is the kind served yet?) is there."""
-    try:
-        kube.get(path)
-    except ApiError as error:
-        if error.not_found:
-            return False
-        raise
-    return True
+    return kube.find(path) is not None
 
 
 def _being_deleted(kube: Kube, path: str) -> bool:
-    try:
-        return bool(kube.get(path)["metadata"].get("deletionTimestamp"))
-    except ApiError as error:
-        if error.not_found:
-            return False
-        raise
+    found = kube.find(path)
+    return found is not None and bool(found["metadata"].get("deletionTimestamp"))
 
 
 def _delete(kube: Kube, path: str) -> None:
