@@ -120,7 +120,8 @@ def start(options: Options, stop: threading.Event) -> Controller:
     discovery = kube.server_resources()
     watched = resolve_watches(config, discovery, options.config_file)
     _require_subnamespaces(discovery)
-    selfcheck.check(kube, selfcheck.required(watched, lease_namespace))
+    for warning in selfcheck.check(kube, selfcheck.required(watched, lease_namespace)):
+        log.warning(warning)
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
     elector = _elector(options, kube, lease_namespace, identity)
     metrics = Metrics()

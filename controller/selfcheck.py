@@ -2,7 +2,12 @@
 
 Without it, a missing RBAC rule shows up much later as a stream of 403s on one kind of write,
 with the cache looking fine. Each permission is asked of the API server with a
-SelfSubjectAccessReview, and startup fails with one message naming every one that is missing.
+SelfSubjectAccessReview. Startup fails with one message naming every missing permission the
+controller cannot run without (its cache's reads, the sub-namespaces' writes); a missing write
+on a watched kind only degrades propagation of that kind, as it does for the Go Accurate (whose
+chart's default rule for ResourceQuotas lacks ``update``), so it is reported as a warning naming
+what will not work, and the controller starts: an operator replacing the Go controller with the
+same values gets what they had, and is told what is missing.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ class Permission:
     resource: str
     verbs: tuple[str, ...]
     namespace: str = ""
+    consequence: str = ""
+    """What stops working without these verbs; empty when the controller cannot run at all."""
 
     def describe(self, verbs: Iterable[str]) -> str:
         plural, _, subresource = self.resource.partition("/")
@@ -35,7 +42,7 @@ class Permission:
 
 
 class MissingPermissions(Exception):
-    """The account lacks permissions; the message names each of them."""
+    """The account lacks permissions it cannot run without; the message names each of them."""
 
 
 def required(watched: Iterable[WatchedResource], lease_namespace: str | None) -> list[Permission]:
@@ -48,8 +55,10 @@ def required(watched: Iterable[WatchedResource], lease_namespace: str | None) ->
         Permission("", "events", ("create", "patch")),
     ]
     for w in watched:
-        verbs = ("list", "watch", "create", "update", "patch", "delete")
-        needed.append(Permission(w.gvk.group, w.plural, verbs))
+        needed.append(Permission(w.gvk.group, w.plural, ("list", "watch")))
+        writes = ("create", "update", "patch", "delete")
+        consequence = f"propagation of {w.gvk.kind} fails where it needs them"
+        needed.append(Permission(w.gvk.group, w.plural, writes, consequence=consequence))
     if lease_namespace is not None:
         leases = ("get", "create", "update")
         needed.append(Permission("coordination.k8s.io", "leases", leases, lease_namespace))
@@ -72,14 +81,21 @@ def _allowed(kube: Kube, permission: Permission, verb: str) -> bool:
     return bool((answer.get("status") or {}).get("allowed"))
 
 
-def check(kube: Kube, permissions: Iterable[Permission]) -> None:
-    """Raise MissingPermissions naming every permission not granted, KubeError when the API
+def check(kube: Kube, permissions: Iterable[Permission]) -> list[str]:
+    """The warnings for missing permissions the controller can run without; raises
+    MissingPermissions naming every other permission not granted, KubeError when the API
     cannot be asked."""
     lacking = []
+    warnings = []
     try:
         for permission in permissions:
             denied = [verb for verb in permission.verbs if not _allowed(kube, permission, verb)]
-            if denied:
+            if denied and permission.consequence:
+                warnings.append(
+                    f"the controller's account may not {permission.describe(denied)}: "
+                    f"{permission.consequence}"
+                )
+            elif denied:
                 lacking.append(permission.describe(denied))
     except KubeError as error:
         raise KubeError(f"cannot check the controller's permissions: {error}") from error
@@ -87,3 +103,4 @@ def check(kube: Kube, permissions: Iterable[Permission]) -> None:
         raise MissingPermissions(
             "the controller's account lacks permissions it needs: " + "; ".join(lacking)
         )
+    return warnings

@@ -458,7 +458,9 @@ def test_the_controllers_account_passes_its_startup_check(
     namespace = install.one("Namespace")["metadata"]["name"]
     as_controller = _as_controller(apiserver, cluster, install, tmp_path)
 
-    selfcheck.check(as_controller, selfcheck.required(watched, lease_namespace=namespace))
+    assert (
+        selfcheck.check(as_controller, selfcheck.required(watched, lease_namespace=namespace)) == []
+    )
     with pytest.raises(selfcheck.MissingPermissions, match="create namespaces/finalize"):
         selfcheck.check(
             as_controller, [selfcheck.Permission("", "namespaces/finalize", ("create",))]

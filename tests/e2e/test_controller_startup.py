@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,44 +100,82 @@ def test_an_unreachable_api_server_is_named(controllers: Controllers, tmp_path: 
     assert "127.0.0.1:9" in refused(result)
 
 
+def _robot(apiserver: ApiServer, scene: Scene, folder: Path, rules: list[dict[str, Any]]) -> Path:
+    """A kubeconfig for a new user that holds ``rules`` cluster-wide and nothing else."""
+    user = scene.name("robot")
+    apiserver.add_user(user)
+    rbac = "rbac.authorization.k8s.io"
+    scene.kube.create(
+        resource_path(rbac, "v1", "clusterroles"),
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": user},
+            "rules": rules,
+        },
+    )
+    scene.kube.create(
+        resource_path(rbac, "v1", "clusterrolebindings"),
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": user},
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": user},
+            "subjects": [{"kind": "User", "name": user, "apiGroup": rbac}],
+        },
+    )
+    return apiserver.write_kubeconfig(folder / user, user=user)
+
+
+ROLES_ONLY = "watches: [{group: rbac.authorization.k8s.io, version: v1, kind: Role}]\n"
+
+
 @pytest.mark.fault_injection
 def test_missing_permissions_are_each_named(
     controllers: Controllers, apiserver: ApiServer, scene: Scene, tmp_path: Path
 ) -> None:
-    user = scene.name("robot")
-    apiserver.add_user(user)
     rules = [
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch", "create"]},
         {"apiGroups": ["accurate.cybozu.com"], "resources": ["subnamespaces"], "verbs": ["*"]},
         {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["list"]},
     ]
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole"}
-    scene.kube.create(
-        resource_path("rbac.authorization.k8s.io", "v1", "clusterroles"),
-        {**role, "metadata": {"name": user}, "rules": rules},
-    )
-    scene.kube.create(
-        resource_path("rbac.authorization.k8s.io", "v1", "clusterrolebindings"),
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": user},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": user,
-            },
-            "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
-        },
-    )
-    kubeconfig = apiserver.write_kubeconfig(tmp_path / "robot", user=user)
-    config = "watches: [{group: rbac.authorization.k8s.io, version: v1, kind: Role}]\n"
+    kubeconfig = _robot(apiserver, scene, tmp_path, rules)
     lease = scene.namespace("lease")
-    result = controllers.run(config, "--kubeconfig", str(kubeconfig), env={"POD_NAMESPACE": lease})
+    result = controllers.run(
+        ROLES_ONLY, "--kubeconfig", str(kubeconfig), env={"POD_NAMESPACE": lease}
+    )
     message = refused(result)
     assert "patch, delete namespaces" in message
     assert "patch subnamespaces.accurate.cybozu.com/status" in message
-    assert "watch, create, update, patch, delete roles.rbac.authorization.k8s.io" in message
+    assert "watch roles.rbac.authorization.k8s.io" in message
     assert "create, patch events" in message
-    assert f"get, create, update leases.coordination.k8s.io in namespace {lease}" in message
-    assert "list subnamespaces" not in message
+
+
+@pytest.mark.fault_injection
+def test_a_missing_write_on_a_watched_kind_is_a_warning(
+    controllers: Controllers, apiserver: ApiServer, scene: Scene, tmp_path: Path
+) -> None:
+    """As with the Go chart's default rule for ResourceQuotas (no update): the controller
+    starts, as the Go controller would, and names what will not work."""
+    writes = ["get", "list", "watch", "create", "patch", "delete"]
+    rules = [
+        {
+            "apiGroups": ["", "accurate.cybozu.com", "events.k8s.io"],
+            "resources": ["*"],
+            "verbs": ["*"],
+        },
+        {
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["*"],
+            "verbs": ["get", "list"],
+        },
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": writes},
+    ]
+    kubeconfig = _robot(apiserver, scene, tmp_path, rules)
+
+    running = controllers.start(ROLES_ONLY, "--kubeconfig", str(kubeconfig))
+
+    assert (
+        "the controller's account may not update roles.rbac.authorization.k8s.io: "
+        "propagation of Role fails where it needs them"
+    ) in running.output()
