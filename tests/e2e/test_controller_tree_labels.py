@@ -9,10 +9,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trustme
 
 from accurate_testbed.certificates import write_serving_pair
 from accurate_testbed.kubectl import kubectl
+from accurate_testbed.objects import namespace_manifest
 from accurate_testbed.processes import free_port
 from tests.e2e.cli import run_plugin
 from tests.e2e.controller import Controllers, Scene
@@ -41,14 +43,15 @@ def start(
     ca: trustme.CA,
     folder: Path,
     config: Mapping[str, Any] = TREE_LABELS,
+    manifests: str = "default",
 ) -> None:
     """A controller (with tree labels on, unless ``config`` says otherwise) that also serves
-    the webhooks, registered."""
+    the webhooks, registered from the kustomize directory ``manifests``."""
     cert_dir = folder / "serving-certs"
     write_serving_pair(ca, cert_dir)
     port = free_port()
     controllers.start(config, "--webhook-addr", f"127.0.0.1:{port}", "--cert-dir", str(cert_dir))
-    register_webhooks(scene.cluster, f"https://127.0.0.1:{port}", ca)
+    register_webhooks(scene.cluster, f"https://127.0.0.1:{port}", ca, manifests)
 
 
 def plugin(scene: Scene, *args: str) -> str:
@@ -120,3 +123,32 @@ def test_a_hand_edit_of_a_tree_label_is_refused_by_the_webhook(
     assert planted.returncode == 1
     assert "it must not be set" in planted.stderr
     assert tree_labels(scene, team) == lineage(team, root)
+
+
+@pytest.mark.parametrize("manifests", ["tree-labels", "without-match-conditions"])
+def test_a_tree_label_set_by_hand_outside_every_tree_is_refused(
+    controllers: Controllers, scene: Scene, webhook_ca: trustme.CA, tmp_path: Path, manifests: str
+) -> None:
+    """The namespace webhook sees a namespace without any accurate.cybozu.com/ label when it
+    gains a tree label: through the matchConditions of controller/config/tree-labels, or
+    because clusters older than 1.28 send it every namespace. The controller's own writes of
+    tree labels still pass."""
+    start(controllers, scene, webhook_ca, tmp_path, manifests=manifests)
+    root, plain = scene.root(), scene.namespace("plain")
+    config = scene.cluster.kubeconfig
+
+    labelled = kubectl(config, "label", "namespace", plain, f"{depth(root)}=1")
+    assert labelled.returncode == 1
+    assert f"label {depth(root)} of namespace {plain} is a tree label" in labelled.stderr
+    assert "it must not be set" in labelled.stderr
+    own = kubectl(config, "label", "namespace", plain, f"{depth(plain)}=0")
+    assert own.returncode == 1
+    born = namespace_manifest(scene.name("born"), scene.cluster.own({depth(root): "1"}))
+    created = kubectl(config, "create", "-f", "-", stdin=born)
+    assert created.returncode == 1
+    assert "is a tree label" in created.stderr
+    assert scene.ns(born["metadata"]["name"]) is None
+    assert tree_labels(scene, plain) == {}
+
+    plugin(scene, "sub", "graft", plain, root)
+    scene.wait(lambda: tree_labels(scene, plain) == lineage(plain, root), "labels on a graft")

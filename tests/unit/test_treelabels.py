@@ -260,3 +260,20 @@ def test_the_controllers_update_after_a_move_is_allowed_and_off_means_unchecked(
     assert review_namespace(UPDATE, new, old, _admission_forest(world), False, SUFFIX).allowed
     wrong = {**new, "metadata": {**new["metadata"], "labels": {**labels, depth("x"): "9"}}}
     assert review_namespace(UPDATE, wrong, old, _admission_forest(world), False, None).allowed
+
+
+def test_a_tree_label_on_a_namespace_outside_every_tree_is_refused_and_its_removal_allowed() -> None:
+    world = grafted_world()
+    old = world.namespaces["plain"]
+    forest = _admission_forest(world)
+
+    def with_labels(obj: dict, labels: dict[str, str]) -> dict:
+        return {**obj, "metadata": {**obj["metadata"], "labels": labels}}
+
+    for key, value in ((depth("root1"), "1"), (depth("plain"), "0")):
+        added = with_labels(old, {**ns_labels(world, "plain"), key: value})
+        verdict = review_namespace(UPDATE, added, old, forest, False, SUFFIX)
+        assert not verdict.allowed
+        assert f"label {key} of namespace plain is a tree label" in verdict.message
+        assert "it must not be set" in verdict.message
+        assert review_namespace(UPDATE, old, added, forest, False, SUFFIX).allowed
