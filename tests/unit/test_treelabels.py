@@ -262,7 +262,7 @@ def test_the_controllers_update_after_a_move_is_allowed_and_off_means_unchecked(
     assert review_namespace(UPDATE, wrong, old, _admission_forest(world), False, None).allowed
 
 
-def test_a_tree_label_on_a_namespace_outside_every_tree_is_refused_and_its_removal_allowed() -> None:
+def test_a_tree_label_outside_every_tree_is_refused_and_its_removal_allowed() -> None:
     world = grafted_world()
     old = world.namespaces["plain"]
     forest = _admission_forest(world)
