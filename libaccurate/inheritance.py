@@ -23,7 +23,7 @@ from libaccurate.constants import (
 )
 from libaccurate.forest import Forest
 from libaccurate.globs import match_any
-from libaccurate.treelabels import is_tree_label, tree_labels, without_tree_labels
+from libaccurate.treelabels import owned_tree_labels, tree_labels, without_tree_labels
 
 # Labels every sub-namespace carries that the controller never needs to take away: while a
 # namespace is a sub-namespace they are wanted, and when it stops being one its labels stay
@@ -114,9 +114,11 @@ def desired_metadata(
     every grafted namespace, a change to user-visible labels that nobody asked for.
 
     With tree labels on, every namespace of a tree gets its tree labels in the same set, and
-    a namespace without a source gets an entry too when it has tree labels to gain or lose:
-    its other controller-owned keys are kept at their values, as for any namespace that
-    stopped inheriting (DESIGN.md 4.2).
+    a namespace without a source gets an entry too when it has tree labels to gain or lose,
+    also ones the controller wrote under an earlier suffix or before tree labels were turned
+    off: its other controller-owned keys are kept at their values, as for any namespace that
+    stopped inheriting (DESIGN.md 4.2). A namespace with a source loses such labels anyway,
+    as they are not in its set.
     """
     suffix = config.tree_label_suffix
     desired: dict[str, Metadata] = {}
@@ -132,8 +134,10 @@ def desired_metadata(
         owned = owned_keys(current)
         tree = tree_labels(forest, node, suffix).labels
         if source is None:
-            if suffix is not None and (tree or _owns_tree_labels(owned, suffix)):
-                desired[name] = _kept_with(current_meta, owned, tree, suffix)
+            owned_tree = owned_tree_labels(name, current_meta.labels, owned.labels, suffix)
+            if tree or owned_tree:
+                desired[name] = _kept_with(current_meta, owned, tree, owned_tree)
+                after[name] = _after_apply(current_meta, owned, desired[name])
             continue
         upper = after[source]
         labels = _pick(upper.labels, config.label_keys, suffix)
@@ -148,11 +152,16 @@ def desired_metadata(
             labels[LABEL_CREATED_BY] = CREATED_BY_VALUE
         labels.update(tree)
         desired[name] = Metadata(labels, annotations)
-        after[name] = Metadata(
-            _after(current_meta.labels, owned.labels, labels),
-            _after(current_meta.annotations, owned.annotations, annotations),
-        )
+        after[name] = _after_apply(current_meta, owned, desired[name])
     return desired
+
+
+def _after_apply(current: Metadata, owned: OwnedKeys, desired: Metadata) -> Metadata:
+    """A namespace's metadata once ``desired`` is applied, as its children inherit it."""
+    return Metadata(
+        _after(current.labels, owned.labels, desired.labels),
+        _after(current.annotations, owned.annotations, desired.annotations),
+    )
 
 
 def labels_after(namespace: Mapping[str, Any], desired: Metadata | None) -> dict[str, str]:
@@ -163,19 +172,16 @@ def labels_after(namespace: Mapping[str, Any], desired: Metadata | None) -> dict
     return _after(current, owned_keys(namespace).labels, desired.labels)
 
 
-def _owns_tree_labels(owned: OwnedKeys, suffix: str) -> bool:
-    return any(is_tree_label(key, suffix) for key in owned.labels)
-
-
 def _kept_with(
-    current: Metadata, owned: OwnedKeys, tree: Mapping[str, str], suffix: str
+    current: Metadata, owned: OwnedKeys, tree: Mapping[str, str], owned_tree: frozenset[str]
 ) -> Metadata:
     """The controller's keys of a namespace without a source as they are, tree labels as
-    ``tree`` says: applying this changes tree labels only."""
+    ``tree`` says: applying this changes tree labels only, and removes the ``owned_tree``
+    labels (of this suffix or an earlier one) that ``tree`` does not hold."""
     labels = {
         key: value
-        for key, value in without_tree_labels(current.labels, suffix).items()
-        if key in owned.labels
+        for key, value in current.labels.items()
+        if key in owned.labels and key not in owned_tree
     }
     labels.update(tree)
     annotations = {k: v for k, v in current.annotations.items() if k in owned.annotations}

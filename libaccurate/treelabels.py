@@ -85,11 +85,28 @@ def tree_labels(forest: Forest, node: Node, suffix: str | None) -> TreeLabels:
 def tree_label_suffix(name: str, labels: Mapping[str, str]) -> str | None:
     """The suffix a namespace's own tree label (``<name>.<suffix>/depth: "0"``) shows, so that
     the plugin can read tree labels without the controller's config; None without one."""
+    return next(iter(_shown_suffixes(name, labels)), None)
+
+
+def _shown_suffixes(name: str, labels: Mapping[str, str]) -> list[str]:
+    """Every suffix of which the namespace carries its own tree label, in label order."""
+    shown = []
     for key, value in labels.items():
         prefix, _, label = key.rpartition("/")
         if value == "0" and label == LABEL_NAME and prefix.startswith(f"{name}."):
-            return prefix[len(name) + 1 :]
-    return None
+            shown.append(prefix[len(name) + 1 :])
+    return shown
+
+
+def owned_tree_labels(
+    name: str, labels: Mapping[str, str], owned: frozenset[str], suffix: str | None
+) -> frozenset[str]:
+    """The tree labels among the keys the controller owns on a namespace: of ``suffix``, and of
+    any earlier suffix, or of tree labels since turned off, that the namespace's own tree label
+    shows. These are the ones the controller takes away when it no longer wants them; a key it
+    does not own, or that only looks like a tree label, is never touched."""
+    suffixes = {*_shown_suffixes(name, labels), *([] if suffix is None else [suffix])}
+    return frozenset(key for key in owned if any(is_tree_label(key, s) for s in suffixes))
 
 
 def without_tree_labels(labels: Mapping[str, str], suffix: str | None) -> dict[str, str]:

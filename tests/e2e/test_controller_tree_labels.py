@@ -152,3 +152,35 @@ def test_a_tree_label_set_by_hand_outside_every_tree_is_refused(
 
     plugin(scene, "sub", "graft", plain, root)
     scene.wait(lambda: tree_labels(scene, plain) == lineage(plain, root), "labels on a graft")
+
+
+@pytest.mark.parametrize(
+    "then", [{}, {"treeLabels": {"suffix": "tree.hnc.x-k8s.io"}}], ids=["off", "new-suffix"]
+)
+def test_turning_tree_labels_off_or_a_new_suffix_takes_the_controllers_labels_away(
+    controllers: Controllers,
+    scene: Scene,
+    webhook_ca: trustme.CA,
+    tmp_path: Path,
+    then: Mapping[str, Any],
+) -> None:
+    """Restarted with another config, the controller removes the tree labels it wrote from
+    every namespace, the root included; a tree label someone else set stays."""
+    start(controllers, scene, webhook_ca, tmp_path)
+    root = scene.root()
+    team = scene.subnamespace(root, "team")
+    scene.wait(lambda: tree_labels(scene, team) == lineage(team, root), "labels on creation")
+    controllers.stop_all()
+    by_hand = {depth("elsewhere"): "3"}
+    scene.kubectl("label", "namespace", root, f"{depth('elsewhere')}=3")
+
+    controllers.start(then)
+
+    scene.wait(
+        lambda: tree_labels(scene, root) == by_hand and tree_labels(scene, team) == {},
+        "the controller's tree labels to go",
+    )
+    if then:
+        new = f"{root}.tree.hnc.x-k8s.io/depth"
+        assert scene.labels(team)[new] == "1"
+        assert scene.labels(root)[new] == "0"

@@ -171,6 +171,38 @@ def test_with_tree_labels_off_roots_are_not_written_and_nothing_is_reported() ->
     assert plan(world.snapshot()).label_problems == {}
 
 
+def _any_tree_labels(world: World, name: str) -> dict[str, str]:
+    return {k: v for k, v in ns_labels(world, name).items() if k.endswith("/depth")}
+
+
+@pytest.mark.parametrize(
+    "after",
+    [CONFIG, dataclasses.replace(CONFIG, tree_labels=TreeLabelSettings("tree.hnc.x-k8s.io"))],
+)
+def test_turning_tree_labels_off_or_changing_the_suffix_removes_the_controllers_own(after) -> None:
+    """Roots, sub-namespaces and namespaces that left a tree alike lose the tree labels the
+    controller wrote; a tree label set by hand (so not the controller's) stays."""
+    world = grafted_world()
+    world.label_by_hand("root2", depth("elsewhere"), "3")
+    world.label_by_hand("c", LABEL_PARENT, None)
+    settle(world)
+    assert tree_of(world, "c") == {}
+    world.label_by_hand("c", depth("c"), "0")
+    world.config = after
+
+    settle(world)
+
+    new_suffix = after.tree_label_suffix
+    by_hand = {"root2": {depth("elsewhere")}, "c": {depth("c")}}
+    for name in ("root1", "a", "b", "root2", "c"):
+        old = {k for k in _any_tree_labels(world, name) if not k.endswith(f".{new_suffix}/depth")}
+        assert old == by_hand.get(name, set()), name
+    assert ns_labels(world, "c")[LABEL_CREATED_BY] == "accurate"
+    if new_suffix is not None:
+        assert ns_labels(world, "b")[f"root1.{new_suffix}/depth"] == "2"
+    assert plan(world.snapshot()).changes() == ()
+
+
 def test_a_settled_forest_needs_no_write() -> None:
     world = grafted_world()
     assert plan(world.snapshot()).changes() == ()
