@@ -124,7 +124,8 @@ def _finalize(
     parent, name = _key(sub)
     node = forest.get(name)
     ours = node is not None and not node.terminating and node.parent == parent
-    subtree = forest.subtree(name) if ours and cascades(sub) else (name,)
+    cascading = ours and (cascades(sub) or _cascade_started(sub))
+    subtree = forest.subtree(name) if cascading else (name,)
     left = [n for n in subtree if n != name]
     for member in left:
         upper = forest.nodes[member]
@@ -134,13 +135,32 @@ def _finalize(
     if left:
         shown = ", ".join(left[:3]) + (f", ... and {len(left) - 3} more" if len(left) > 3 else "")
         detail = f"deleting the subtree of {name}, leaves first: {len(left)} left ({shown})"
+        if not cascades(sub):
+            detail += (
+                f"; {ANNOTATION_ALLOW_CASCADING_DELETION} was removed after the deletion was "
+                "admitted, and an admitted deletion is carried out to the end"
+            )
         result.verdicts.append(Verdict(parent, name, "deleting", detail))
         return subtree
     if ours:
         result.actions.append(DeleteNamespace(name, _meta(namespaces[name]).get("uid")))
         result.deleted.add(name)
     result.actions.append(RemoveFinalizer(parent, name, _meta(sub).get("resourceVersion")))
-    return subtree if ours and cascades(sub) else ()
+    return subtree if cascading else ()
+
+
+def _cascade_started(sub: Mapping[str, Any]) -> bool:
+    """Whether the controller already reported this SubNamespace deleting its subtree.
+
+    The webhook admitted the deletion because the annotation was there; Kubernetes never
+    takes an admitted deletion back, so neither does removing the annotation afterwards: the
+    status, written by the pass that started the cascade, is the record that it began.
+    """
+    conditions = (sub.get("status") or {}).get("conditions") or ()
+    return any(
+        c.get("type") == CONDITION_READY and c.get("reason") == REASON_DELETING_SUBTREE
+        for c in conditions
+    )
 
 
 def _judge(parent: str, name: str, forest: Forest, result: Lifecycle) -> Verdict:

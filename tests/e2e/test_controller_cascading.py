@@ -44,3 +44,53 @@ def test_an_annotated_subnamespace_takes_its_subtree_with_it(
         "the whole subtree gone",
     )
     assert scene.ns(root) is not None
+
+
+def test_a_cascade_goes_on_when_the_annotation_is_removed_halfway(
+    controllers: Controllers, scene: Scene, webhook_ca: trustme.CA, tmp_path: Path
+) -> None:
+    """The deletion was admitted with the annotation; a tenant who removes it while the
+    subtree is going does not leave half a tree behind, and the status says why."""
+    start(controllers, scene, webhook_ca, tmp_path, {})
+    root = scene.root()
+    team = scene.subnamespace(root, "team")
+    scene.settle(root, team)
+    web = scene.subnamespace(team, "web")
+    scene.settle(team, web)
+    # A finalizer keeps the leaf terminating, so the annotation goes while the cascade runs.
+    hold = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "hold", "namespace": web, "finalizers": ["example.com/hold"]},
+    }
+    scene.apply(hold)
+    annotation = ANNOTATION_ALLOW_CASCADING_DELETION
+    scene.kubectl("annotate", "subnamespace", team, "-n", root, f"{annotation}=true")
+    scene.kubectl("delete", "subnamespace", team, "-n", root, "--wait=false")
+
+    def ready_message() -> str:
+        return str((scene.condition(root, team, "Ready") or {}).get("message", ""))
+
+    scene.wait(lambda: f"deleting the subtree of {team}" in ready_message(), "the cascade")
+    scene.kubectl("annotate", "subnamespace", team, "-n", root, f"{annotation}-")
+    scene.wait(
+        lambda: f"{annotation} was removed after the deletion was admitted" in ready_message(),
+        "the status to say why the cascade goes on",
+    )
+    assert f"1 left ({web})" in ready_message()
+    scene.kubectl(
+        "patch",
+        "configmap",
+        "hold",
+        "-n",
+        web,
+        "--type=merge",
+        "-p",
+        '{"metadata":{"finalizers":null}}',
+    )
+
+    scene.wait(
+        lambda: scene.ns(team) is None and scene.ns(web) is None and scene.sub(root, team) is None,
+        "the whole subtree gone",
+    )
+    assert scene.ns(root) is not None

@@ -71,3 +71,28 @@ def test_without_the_annotation_a_deleted_subnamespace_with_children_is_left_as_
     made.subnamespaces[("b", "c")]["metadata"]["deletionTimestamp"] = "2024-01-05T00:00:00Z"
     assert one_pass(made) == ["c"]
     assert "b" in made.namespaces and ("a", "b") in made.subnamespaces
+
+
+def test_a_cascade_that_started_completes_when_the_annotation_is_removed() -> None:
+    """The deletion was admitted with the annotation; taking it away afterwards does not stop
+    the cascade halfway (Kubernetes never takes back an admitted deletion), and the status
+    says why it goes on."""
+    made = tree()
+    cascade(made, "root", "a")
+    made.subnamespaces[("root", "a")]["metadata"]["deletionTimestamp"] = "2024-01-05T00:00:00Z"
+    assert one_pass(made) == ["c", "d"]
+    del made.subnamespaces[("root", "a")]["metadata"]["annotations"]
+
+    assert one_pass(made) == ["b"]
+    ready = condition(made, "root", "a", "Ready")
+    assert ready["reason"] == "DeletingSubtree"
+    assert ready["message"] == (
+        "deleting the subtree of a, leaves first: 1 left (b); "
+        f"{ANNOTATION_ALLOW_CASCADING_DELETION} was removed after the deletion was admitted, "
+        "and an admitted deletion is carried out to the end"
+    )
+    rounds = [one_pass(made) for _ in range(6)]
+    assert [r for r in rounds if r] == [["a"]]
+    assert set(made.namespaces) == {"root"}
+    assert made.subnamespaces == {}
+    assert made.failures == []
