@@ -26,6 +26,7 @@ from controller import options, selfcheck
 from libaccurate.config import Config, parse_config, resolve_watches
 from libaccurate.kube import ConnectionOptions, Kube
 from tests.e2e.webhooks import connect, kubectl
+from tests.test_manifests import match_expression
 
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "charts" / "accurate"
@@ -144,43 +145,18 @@ def _namespace_condition(objects: list[dict[str, Any]]) -> str:
     return str(condition["expression"])
 
 
-def _condition_for(key: str) -> str:
-    """The matchCondition that sends a namespace whose labels, before or after, have a key
-    for which the CEL ``key`` holds."""
-    return (
-        f"(object != null && object.metadata.?labels.orValue({{}}).exists(k, {key})) || "
-        f"(oldObject != null && oldObject.metadata.?labels.orValue({{}}).exists(k, {key}))"
-    )
-
-
 def test_with_tree_labels_the_namespace_webhook_also_sees_keys_of_their_suffix() -> None:
     """A tree label set by hand on a namespace outside every tree must reach the webhook; the
     chart knows the suffix, so it asks for exactly that one (the kustomize directory
-    tree-labels, which cannot, asks for any */depth key)."""
+    tree-labels, which cannot, asks for any */depth key: tests/test_manifests.py)."""
     values = {"controller": {"config": {"treeLabels": {"suffix": SUFFIX}}}}
     tree_key = f'{ACCURATE_KEY} || k.endsWith(".{SUFFIX}/depth")'
-    kustomized = render(MANIFESTS / "tree-labels")
-    any_depth = f'{ACCURATE_KEY} || k.endsWith("/depth")'
 
-    assert _namespace_condition(render_chart()) == _condition_for(ACCURATE_KEY)
-    assert _namespace_condition(render_chart(values)) == _condition_for(tree_key)
-    assert _namespace_condition(kustomized) == _condition_for(any_depth)
+    assert _namespace_condition(render_chart()) == match_expression(ACCURATE_KEY)
+    assert _namespace_condition(render_chart(values)) == match_expression(tree_key)
     off = {**values, "webhook": {"matchConditions": False}}
     configuration = _one(render_chart(off), "ValidatingWebhookConfiguration")
     assert "matchConditions" not in configuration["webhooks"][0]
-
-
-def test_the_kustomize_tree_labels_directory_changes_only_the_namespace_condition() -> None:
-    def without_condition(objects: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
-        comparable = _comparable(objects)
-        for (kind, _), obj in comparable.items():
-            if kind == "ValidatingWebhookConfiguration":
-                del obj["webhooks"][0]["matchConditions"][0]["expression"]
-        return comparable
-
-    assert without_condition(render(MANIFESTS / "tree-labels")) == without_condition(
-        render(MANIFESTS / "default")
-    )
 
 
 def test_a_suffix_that_could_break_out_of_the_cel_string_is_refused() -> None:

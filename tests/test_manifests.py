@@ -43,14 +43,25 @@ from tests.e2e.webhooks import connect, kubectl
 
 DIRECTORIES = sorted(path.parent for path in MANIFESTS.glob("*/kustomization.yaml"))
 # The directories that install everything; the others are their parts.
-INSTALLS = {"default": True, "without-match-conditions": False}  # name -> has matchConditions
 CERT_MANAGER = "cert-manager.io/v1"
-# The namespace hook only sees namespaces whose old or new labels have an accurate.cybozu.com/
-# key; object is null on DELETE and oldObject on CREATE.
-_LABELLED = '.metadata.?labels.orValue({}).exists(k, k.startsWith("accurate.cybozu.com/"))'
-MATCH_EXPRESSION = (
-    f"(object != null && object{_LABELLED}) || (oldObject != null && oldObject{_LABELLED})"
-)
+_ACCURATE_KEY = 'k.startsWith("accurate.cybozu.com/")'
+
+
+def match_expression(key: str) -> str:
+    """The namespace hook sees only namespaces whose old or new labels have a key for which
+    the CEL ``key`` holds; object is null on DELETE and oldObject on CREATE."""
+    labelled = f".metadata.?labels.orValue({{}}).exists(k, {key})"
+    return f"(object != null && object{labelled}) || (oldObject != null && oldObject{labelled})"
+
+
+# The directories that install everything (the others are their parts), with the namespace
+# hook's matchConditions: accurate.cybozu.com/ keys, also */depth keys (tree labels of any
+# suffix) in tree-labels, none for clusters before 1.28.
+INSTALLS = {
+    "default": [match_expression(_ACCURATE_KEY)],
+    "tree-labels": [match_expression(f'{_ACCURATE_KEY} || k.endsWith("/depth")')],
+    "without-match-conditions": [],
+}
 # What the controller may do beyond what selfcheck asks for at startup: reads the webhooks and
 # kubectl users expect, finalizer and status updates, the access review itself, and what
 # copying Roles and RoleBindings takes (see rbac/manager_role.yaml).
@@ -210,9 +221,9 @@ def _rules(webhook: dict[str, Any]) -> list[tuple[str, str, str, list[str]]]:
     ]
 
 
-@pytest.mark.parametrize("name, has_conditions", sorted(INSTALLS.items()))
+@pytest.mark.parametrize("name, conditions", sorted(INSTALLS.items()))
 def test_match_conditions_limit_the_namespace_hook_to_accurate_namespaces(
-    name: str, has_conditions: bool
+    name: str, conditions: list[str]
 ) -> None:
     manifests = Manifests(render(MANIFESTS / name))
     _, namespaces = manifests.webhook(VALIDATE_NAMESPACE_PATH)
@@ -222,7 +233,7 @@ def test_match_conditions_limit_the_namespace_hook_to_accurate_namespaces(
         re.sub(r"\s+", " ", condition["expression"])
         for condition in namespaces.get("matchConditions", [])
     ]
-    assert expressions == ([MATCH_EXPRESSION] if has_conditions else [])
+    assert expressions == conditions
     assert all("matchConditions" not in webhook for webhook in others)
     assert _without_conditions(manifests.objects) == _without_conditions(
         render(MANIFESTS / "default")
