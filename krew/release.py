@@ -148,6 +148,8 @@ def freeze(work: Path) -> Path:
         f"--paths={ROOT}",
         # rich picks its Unicode width table at run time, out of PyInstaller's sight.
         "--collect-submodules=rich._unicode_data",
+        # The plugin imports the modules of some commands by name, when they are used.
+        "--collect-submodules=kubectl_accurate",
         *(f"--exclude-module={name}" for name in EXCLUDED_MODULES),
         str(LAUNCHER),
     ]
