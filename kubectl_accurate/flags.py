@@ -13,12 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from libaccurate import __version__
-from libaccurate.kube import ConnectionOptions, Kube
+
+# The adapter is imported when a command connects: a command that only parses its command line
+# (--help, --version, completion) then loads nothing of it (issue 18).
+if TYPE_CHECKING:
+    from libaccurate.kube import ConnectionOptions, Kube
 
 F = TypeVar("F", bound=Callable[..., Any])
 _STORE = "accurate.connection"
@@ -118,6 +122,8 @@ def generic_flags(*, shown: bool) -> Callable[[F], F]:
 
 
 def connection_options(ctx: click.Context) -> ConnectionOptions:
+    from libaccurate.kube import ConnectionOptions
+
     given = {k: v for k, v in ctx.meta.get(_STORE, {}).items() if k != CACHE_DIR}
     return ConnectionOptions(**given)
 
@@ -127,4 +133,6 @@ def cache_dir(ctx: click.Context) -> str | None:
 
 
 def connect(ctx: click.Context) -> Kube:
+    from libaccurate.kube import Kube
+
     return Kube.connect(connection_options(ctx), user_agent=USER_AGENT)
