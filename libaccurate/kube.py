@@ -392,11 +392,11 @@ def _ssl_context(credentials: Credentials) -> ssl.SSLContext:
 def _load_client_certificate(context: ssl.SSLContext, credentials: Credentials) -> None:
     """Certificate and key given as data pass through a private temporary folder, as the ssl
     module reads them only from files; they are deleted once loaded."""
-    import tempfile
-
     cert, key = credentials.cert_file, credentials.key_file
     if not (cert or credentials.cert_data):
         return
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="accurate-") as folder:
         if credentials.cert_data is not None:
             cert = _private_file(folder, "client.crt", credentials.cert_data)
