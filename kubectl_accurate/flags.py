@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -101,24 +102,37 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def generic_flags(*, shown: bool) -> Callable[[F], F]:
-    """Add every generic flag to a command; ``shown`` lists them in its --help."""
+    """Add every generic flag to a command; ``shown`` lists them in its --help.
+
+    Every command carries the hidden ones, so they are made once and shared (options hold no
+    state of the command they are on): making them anew for each of some twenty commands was a
+    good part of the plugin's start-up (issue 18). As click's own decorators do, they are kept on
+    the function, last first, until the command is made from it.
+    """
 
     def decorate(function: F) -> F:
-        for field_name, flag in reversed(_FLAGS.items()):
-            function = click.option(
-                *flag.decls,
-                field_name,
-                help=flag.help,
-                metavar=flag.metavar or None,
-                is_flag=flag.is_flag,
-                multiple=flag.multiple,
-                expose_value=False,
-                hidden=not shown,
-                callback=_remember,
-            )(function)
+        given: list[click.Parameter] = function.__dict__.setdefault("__click_params__", [])
+        given.extend(reversed(_options(shown)))
         return function
 
     return decorate
+
+
+@cache
+def _options(shown: bool) -> tuple[click.Option, ...]:
+    return tuple(
+        click.Option(
+            [*flag.decls, field_name],
+            help=flag.help,
+            metavar=flag.metavar or None,
+            is_flag=flag.is_flag,
+            multiple=flag.multiple,
+            expose_value=False,
+            hidden=not shown,
+            callback=_remember,
+        )
+        for field_name, flag in _FLAGS.items()
+    )
 
 
 def connection_options(ctx: click.Context) -> ConnectionOptions:
