@@ -6,14 +6,14 @@ themselves live in libaccurate. Errors print as ``error: ...`` on stderr with ex
 usage errors exit 2. ``-h``/``--help`` and ``help [COMMAND]`` work everywhere, as in kubectl.
 
 Start-up time is most of what a user waits for on a small cluster (issue 18), so importing the
-command tree loads click, the light modules that describe the command line (``arguments``,
-``flags``, ``output``, ``completion``) and the command modules, and nothing heavy: YAML, TLS and
-HTTP load when a command connects (``libaccurate.kube`` and ``kubeconfig`` import them there),
-and the plugin's rules and write machinery inside the commands that use them, so ``list``
-loads neither the planner nor ``changes``. A new command follows the same rule: a command here
-imports what it works with inside its body; a module of its own, registered at the bottom of
-this file, keeps its top-level imports light and does the same. ``tests/e2e/test_cli_startup.py``
-holds the budget.
+command tree loads click and the light modules that describe the command line (``arguments``,
+``flags``, ``output``, ``completion``), and nothing heavy: YAML, TLS and HTTP load when a
+command connects (``libaccurate.kube`` and ``kubeconfig`` import them there), and the plugin's
+rules and write machinery inside the commands that use them, so ``list`` loads neither the
+planner nor ``changes``. A new command follows the same rule: a command here imports what it
+works with inside its body; a command with a module of its own is listed in ``DEFERRED`` and
+its module is imported only when the command is used. ``tests/e2e/test_cli_startup.py`` holds
+the budget.
 """
 
 from __future__ import annotations
