@@ -15,7 +15,8 @@ import copy
 import json
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
@@ -299,7 +300,10 @@ class _Connections:
         parts = urlsplit(host if "://" in host else f"http://{host}")
         self.prefix = parts.path.rstrip("/")
         self._secure = parts.scheme == "https"
-        self._address = (parts.hostname or "", parts.port or (443 if self._secure else 80))
+        try:
+            self._address = (parts.hostname or "", parts.port or (443 if self._secure else 80))
+        except ValueError as error:  # a port that is not a number
+            raise KubeError(f"invalid API server address {host}: {error}") from error
         self._tls = _ssl_context(credentials) if self._secure else None
         self._server_name = credentials.tls_server_name or parts.hostname
         self._size = size
@@ -312,7 +316,7 @@ class _Connections:
         host, port = self._address
         if self._tls is None:
             return http.client.HTTPConnection(host, port)
-        return _tls_connection(host, port, self._tls, self._server_name)
+        return _tls_connection()(host, port, self._tls, self._server_name)
 
     def take(self) -> HTTPConnection:
         with self._lock:
@@ -331,21 +335,28 @@ class _Connections:
         connection.close()
 
 
-def _tls_connection(
-    host: str, port: int, context: ssl.SSLContext, server_name: str | None
-) -> HTTPConnection:
-    """An HTTPS connection that checks the certificate for ``server_name`` (the kubeconfig's
-    tls-server-name, else the host), which http.client's own HTTPSConnection cannot be told."""
+@cache
+def _tls_connection() -> Callable[[str, int, ssl.SSLContext, str | None], HTTPConnection]:
+    """The class of an HTTPS connection that checks the certificate for a name of our choice
+    (the kubeconfig's tls-server-name, else the host), which http.client's own HTTPSConnection
+    cannot be told. Made on first use, as http.client is imported only then."""
     import http.client
 
     class TlsConnection(http.client.HTTPConnection):
         default_port = 443
 
+        def __init__(
+            self, host: str, port: int, context: ssl.SSLContext, server_name: str | None
+        ) -> None:
+            super().__init__(host, port)
+            self.context = context
+            self.server_name = server_name
+
         def connect(self) -> None:
             super().connect()
-            self.sock = context.wrap_socket(self.sock, server_hostname=server_name)
+            self.sock = self.context.wrap_socket(self.sock, server_hostname=self.server_name)
 
-    return TlsConnection(host, port)
+    return TlsConnection
 
 
 def _closed_by_server(connection: HTTPConnection) -> bool:
