@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
@@ -273,10 +274,12 @@ class Kube:
             for name, value in headers:
                 connection.putheader(name, value)
             connection.endheaders(data)
-            return connection.getresponse()
+            response = connection.getresponse()
         except (HTTPException, OSError) as error:
             connection.close()
             raise KubeError(f"cannot reach the API server at {self.host}: {error}") from error
+        _debug('%s "%s %s" %s', self.host, method, target, response.status)
+        return response
 
     def _read(self, response: HTTPResponse, connection: HTTPConnection) -> bytes:
         """The whole body; a connection whose response broke off is closed, never reused."""
@@ -314,6 +317,7 @@ class _Connections:
         import http.client
 
         host, port = self._address
+        _debug("new connection to %s:%s", host, port)
         if self._tls is None:
             return http.client.HTTPConnection(host, port)
         return _tls_connection()(host, port, self._tls, self._server_name)
@@ -333,6 +337,15 @@ class _Connections:
                 self._idle.append(connection)
                 return
         connection.close()
+
+
+def _debug(message: str, *args: object) -> None:
+    """A debug record of the HTTP traffic, as the controller shows at its debug level.
+    ``logging`` is used only when the program imported it: the plugin does not (it is a few ms
+    of every start, issue 18), and where nothing imported it, nothing would show the record."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.getLogger(__name__).debug(message, *args)
 
 
 @cache
