@@ -65,6 +65,12 @@ EXCLUDED_MODULES = (
     "tests",
 )
 
+# Runtime hooks PyInstaller adds because a module is somewhere in the bundle, which the plugin
+# does not need and which every start ran (issue 18, bench/RESULTS.md): multiprocessing's (for
+# child processes started by multiprocessing, which nothing here starts; the kubernetes package
+# uses its thread pool only) and inspect's (source lookup of frozen modules, importing zipfile).
+DROPPED_RUNTIME_HOOKS = ("pyi_rth_multiprocessing", "pyi_rth_inspect")
+
 
 class ReleaseError(Exception):
     """A reason the release cannot go on, printed as one ``error:`` line."""
@@ -132,33 +138,52 @@ def check_tag(tag: str) -> str:
 
 
 def freeze(work: Path) -> Path:
-    """Run PyInstaller in ``work`` and return the folder it made: the binary and CONTENTS."""
-    command = [
-        sys.executable,
-        "-m",
-        "PyInstaller",
+    """Run PyInstaller in ``work`` and return the folder it made: the binary and CONTENTS.
+
+    The spec PyInstaller writes is run without the runtime hooks in ``DROPPED_RUNTIME_HOOKS``.
+    """
+    spec = work / f"{PROGRAM}.spec"
+    _pyinstaller(
+        "PyInstaller.utils.cliutils.makespec",
         "--onedir",
         f"--contents-directory={CONTENTS}",
-        "--noconfirm",
-        "--log-level=WARN",
         f"--name={PROGRAM}",
-        f"--distpath={work / 'dist'}",
-        f"--workpath={work / 'build'}",
         f"--specpath={work}",
         f"--paths={ROOT}",
         # rich picks its Unicode width table at run time, out of PyInstaller's sight.
         "--collect-submodules=rich._unicode_data",
+        # The plugin imports the modules of some commands by name, when they are used.
+        "--collect-submodules=kubectl_accurate",
         *(f"--exclude-module={name}" for name in EXCLUDED_MODULES),
         str(LAUNCHER),
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise ReleaseError(f"PyInstaller failed (exit {result.returncode}):\n{result.stderr}")
+    )
+    analysed = "\npyz = PYZ("
+    text = spec.read_text(encoding="utf-8")
+    if text.count(analysed) != 1:
+        raise ReleaseError(f"the spec PyInstaller wrote has no single {analysed.strip()!r}")
+    dropped = f"\na.scripts = [s for s in a.scripts if s[0] not in {DROPPED_RUNTIME_HOOKS!r}]"
+    spec.write_text(text.replace(analysed, dropped + analysed), encoding="utf-8")
+    _pyinstaller(
+        "PyInstaller",
+        "--noconfirm",
+        "--log-level=WARN",
+        f"--distpath={work / 'dist'}",
+        f"--workpath={work / 'build'}",
+        str(spec),
+    )
     folder = work / "dist" / PROGRAM
     for needed in (folder / host_platform().binary, folder / CONTENTS):
         if not needed.exists():
             raise ReleaseError(f"PyInstaller made no {needed.name}")
     return folder
+
+
+def _pyinstaller(module: str, *args: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", module, *args], capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise ReleaseError(f"PyInstaller failed (exit {result.returncode}):\n{result.stderr}")
 
 
 def _tar_member(name: str, path: Path) -> tuple[tarfile.TarInfo, io.BytesIO | None]:

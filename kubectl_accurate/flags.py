@@ -13,12 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from functools import cache
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from libaccurate import __version__
-from libaccurate.kube import ConnectionOptions, Kube
+
+# The adapter is imported when a command connects: a command that only parses its command line
+# (--help, --version, completion) then loads nothing of it (issue 18).
+if TYPE_CHECKING:
+    from libaccurate.kube import ConnectionOptions, Kube
 
 F = TypeVar("F", bound=Callable[..., Any])
 _STORE = "accurate.connection"
@@ -97,27 +102,42 @@ def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
 
 
 def generic_flags(*, shown: bool) -> Callable[[F], F]:
-    """Add every generic flag to a command; ``shown`` lists them in its --help."""
+    """Add every generic flag to a command; ``shown`` lists them in its --help.
+
+    Every command carries the hidden ones, so they are made once and shared (options hold no
+    state of the command they are on): making them anew for each of some twenty commands was a
+    good part of the plugin's start-up (issue 18). As click's own decorators do, they are kept on
+    the function, last first, until the command is made from it.
+    """
 
     def decorate(function: F) -> F:
-        for field_name, flag in reversed(_FLAGS.items()):
-            function = click.option(
-                *flag.decls,
-                field_name,
-                help=flag.help,
-                metavar=flag.metavar or None,
-                is_flag=flag.is_flag,
-                multiple=flag.multiple,
-                expose_value=False,
-                hidden=not shown,
-                callback=_remember,
-            )(function)
+        given: list[click.Parameter] = function.__dict__.setdefault("__click_params__", [])
+        given.extend(reversed(_options(shown)))
         return function
 
     return decorate
 
 
+@cache
+def _options(shown: bool) -> tuple[click.Option, ...]:
+    return tuple(
+        click.Option(
+            [*flag.decls, field_name],
+            help=flag.help,
+            metavar=flag.metavar or None,
+            is_flag=flag.is_flag,
+            multiple=flag.multiple,
+            expose_value=False,
+            hidden=not shown,
+            callback=_remember,
+        )
+        for field_name, flag in _FLAGS.items()
+    )
+
+
 def connection_options(ctx: click.Context) -> ConnectionOptions:
+    from libaccurate.kube import ConnectionOptions
+
     given = {k: v for k, v in ctx.meta.get(_STORE, {}).items() if k != CACHE_DIR}
     return ConnectionOptions(**given)
 
@@ -127,4 +147,6 @@ def cache_dir(ctx: click.Context) -> str | None:
 
 
 def connect(ctx: click.Context) -> Kube:
+    from libaccurate.kube import Kube
+
     return Kube.connect(connection_options(ctx), user_agent=USER_AGENT)

@@ -6,20 +6,23 @@ themselves live in libaccurate. Errors print as ``error: ...`` on stderr with ex
 usage errors exit 2. ``-h``/``--help`` and ``help [COMMAND]`` work everywhere, as in kubectl.
 
 Start-up time is most of what a user waits for on a small cluster (issue 18), so importing the
-command tree loads click, the light modules that describe the command line (``arguments``,
-``flags``, ``output``, ``completion``) and the command modules, and nothing heavy: YAML, TLS and
-HTTP load when a command connects (``libaccurate.kube`` and ``kubeconfig`` import them there),
-and the plugin's rules and write machinery inside the commands that use them, so ``list``
-loads neither the planner nor ``changes``. A new command follows the same rule: a command here
-imports what it works with inside its body; a module of its own, registered at the bottom of
-this file, keeps its top-level imports light and does the same. ``tests/e2e/test_cli_startup.py``
-holds the budget.
+command tree loads click and the light modules that describe the command line (``arguments``,
+``flags``, ``output``, ``completion``), and nothing heavy: YAML, TLS and HTTP load when a
+command connects (``libaccurate.kube`` and ``kubeconfig`` import them there), and the plugin's
+rules and write machinery inside the commands that use them, so ``list`` loads neither the
+planner nor ``changes``. A new command follows the same rule: a command here imports what it
+works with inside its body; a command with a module of its own is listed in ``DEFERRED`` and
+its module is imported only when the command is used. ``tests/e2e/test_cli_startup.py`` holds
+the budget.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -61,9 +64,74 @@ class Group(click.Group):
         return super().get_command(ctx, self.aliases.get(cmd_name, cmd_name))
 
 
+@dataclass(frozen=True)
+class Deferred:
+    """A command kept in a module of its own, imported only when that command is used (issue
+    18: importing them all cost every start 25 ms). ``summary`` is the first paragraph of its
+    help, which ``--help`` and shell completion list without importing the module;
+    tests/unit/test_cli_commands.py checks it against the command's own help."""
+
+    module: str
+    summary: str
+
+
+# Each of these modules registers its command on ``root`` when imported.
+DEFERRED = {
+    "access": Deferred(
+        "kubectl_accurate.access", "Grant, revoke, list and check access to a namespace tree."
+    ),
+    "report": Deferred(
+        "kubectl_accurate.report",
+        "One row per namespace of every tree (or of ROOT's): its root, parent, depth, type, "
+        "creation time, and each billing label's value with the namespace it came from.",
+    ),
+    "sudo": Deferred(
+        "kubectl_accurate.sudo",
+        "Run kubectl as admin of the tree NS is in, with your sudo grant there.",
+    ),
+}
+
+
 class Root(Group):
-    """The top group: turns the plugin's own failures, and a SubNamespace it cannot read in any
-    version, into one ``error:`` line and exit 1."""
+    """The top group: loads a deferred command's module when the command is looked up, and
+    turns the plugin's own failures, and a SubNamespace it cannot read in any version, into one
+    ``error:`` line and exit 1."""
+
+    def __init__(
+        self, *args: Any, deferred: Mapping[str, Deferred] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.deferred = dict(deferred or {})
+        self._names_only = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.deferred})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        name = self.aliases.get(cmd_name, cmd_name)
+        deferred = self.deferred.get(name)
+        if deferred is not None and name not in self.commands:
+            if self._names_only:
+                return click.Command(name, help=deferred.summary)
+            importlib.import_module(deferred.module)
+        return super().get_command(ctx, name)
+
+    @contextmanager
+    def _listing(self) -> Iterator[None]:
+        """While commands are only listed, a deferred one stands in by its name and summary."""
+        self._names_only = True
+        try:
+            yield
+        finally:
+            self._names_only = False
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with self._listing():
+            super().format_commands(ctx, formatter)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        with self._listing():
+            return super().shell_complete(ctx, incomplete)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -169,6 +237,7 @@ def _view(ctx: click.Context, names: list[str | None], below: bool) -> Namespace
 
 @click.group(
     cls=Root,
+    deferred=DEFERRED,
     context_settings=HELP_OPTIONS,
     aliases={"ls": "list", "ns": "namespace"},
     epilog=epilog(
@@ -619,7 +688,3 @@ def help_command(ctx: click.Context, words: tuple[str, ...]) -> None:
 
 def main() -> None:
     root.main(prog_name=PROG, complete_var=COMPLETE_VAR)
-
-
-# Command groups kept in modules of their own register themselves on ``root`` when imported.
-from kubectl_accurate import access, report, sudo  # noqa: E402, F401

@@ -1,9 +1,12 @@
 """The one adapter between Accurate and the Kubernetes API, shared by the CLI and the controller.
 
 It connects where ``libaccurate.kubeconfig`` says, with the credentials it found there, and
-speaks plain JSON over urllib3 itself: responses stay dicts, as the pure rules expect, a
-10,000-namespace list is one request and one ``json.loads``, and retries are the caller's
-decision rather than hidden in a generated client.
+speaks plain JSON over the standard library's ``http.client`` itself: responses stay dicts, as
+the pure rules expect, a 10,000-namespace list is one request and one ``json.loads``, and
+retries are the caller's decision rather than hidden in a generated client. ``http.client`` and
+a small pool of keep-alive connections (``_Connections``) are all the controller's threads and
+the plugin's one request need; an HTTP library on top cost every plugin command 25 ms or more
+of imports (issue 18).
 """
 
 from __future__ import annotations
@@ -11,10 +14,13 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterator, Mapping
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 # KubeError and ConnectionOptions are defined with the loader, which needs them first; every
 # caller imports them from here, with the rest of the adapter.
@@ -23,13 +29,11 @@ from libaccurate.kubeconfig import ConnectionOptions, Credentials, KubeError, lo
 # Callers build the paths they request with the adapter, so it hands them the builder too.
 from libaccurate.paths import resource_path as resource_path
 
-# urllib3 and ssl are imported where a connection is made: importing this module for its
-# errors, paths and types (as every command module of the plugin does) then loads no HTTP or
-# TLS stack, and a command that only parses its command line starts at once (issue 18).
+# http.client and ssl are imported where a connection is made: importing this module for its
+# errors, paths and types (as the plugin's command modules do) then loads no HTTP or TLS stack.
 if TYPE_CHECKING:
     import ssl
-
-    import urllib3
+    from http.client import HTTPConnection, HTTPResponse
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -116,13 +120,7 @@ class Kube:
         if impersonate:
             self.headers["Impersonate-User"] = impersonate
         self._groups = impersonate_groups
-        import urllib3
-
-        if not credentials.verify:
-            # Asked for in so many words (--insecure-skip-tls-verify); kubectl says nothing either.
-            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-        self._tls = _tls_arguments(credentials)
-        self._pool = urllib3.PoolManager(maxsize=pool_size, **self._tls)
+        self._connections = _Connections(credentials, pool_size)
 
     @classmethod
     def connect(cls, options: ConnectionOptions, user_agent: str = "accurate") -> Kube:
@@ -153,8 +151,11 @@ class Kube:
         content_type: str = JSON,
     ) -> Any:
         """Send one request; returns the decoded JSON body or raises ApiError / KubeError."""
-        response = self._send(method, path, query, body, content_type, stream=False)
-        return _decode(response.status, response.data)
+        connection = self._connections.take()
+        response = self._send(method, path, query, body, content_type, connection, self.timeout)
+        data = self._read(response, connection)
+        self._connections.give_back(connection)
+        return _decode(response.status, data)
 
     def get(self, path: str) -> dict[str, Any]:
         return dict(self.request("GET", path))
@@ -213,22 +214,20 @@ class Kube:
             "timeoutSeconds": str(timeout_seconds),
             **query,
         }
-        import urllib3
-
-        # A connection of its own: the server may close it when the watch ends, and a pooled
-        # connection would then fail the next request that picks it up.
-        own = urllib3.PoolManager(maxsize=1, **self._tls)
+        # A connection of its own, closed when the watch ends: the server may close it then,
+        # and a pooled connection would fail the next request that picks it up.
+        own = self._connections.open()
         try:
-            response = self._send("GET", path, params, None, JSON, stream=True, pool=own)
+            response = self._send("GET", path, params, None, JSON, own, timeout=None)
             if response.status >= 400:
-                _decode(response.status, response.read())
+                _decode(response.status, self._read(response, own))
             for event in _events(response, path):
                 if event.get("type") == "ERROR":
                     status = event.get("object") or {}
                     raise ApiError(int(status.get("code") or 500), status)
                 yield event
         finally:
-            own.clear()
+            own.close()
 
     def server_resources(self) -> list[dict[str, Any]]:
         """Every group/version's APIResourceList (preferred and other versions), for watches."""
@@ -249,66 +248,159 @@ class Kube:
         query: Mapping[str, str] | None,
         body: Any,
         content_type: str,
-        *,
-        stream: bool,
-        pool: urllib3.PoolManager | None = None,
-    ) -> urllib3.BaseHTTPResponse:
-        import urllib3
+        connection: HTTPConnection,
+        timeout: float | None,
+    ) -> HTTPResponse:
+        """Send one request on ``connection`` and return the response, its body not yet read.
+        ``timeout`` bounds the connect and each read, as kubectl's --request-timeout does."""
+        from http.client import HTTPException
 
-        url = self.host + path + (f"?{urlencode(query)}" if query else "")
+        target = self._connections.prefix + path + (f"?{urlencode(query)}" if query else "")
         authorization = self.credentials.authorization()
-        headers: Mapping[str, str] = {
-            **self.headers,
-            **({"Authorization": authorization} if authorization else {}),
-        }
+        headers = [
+            *self.headers.items(),
+            *([("Authorization", authorization)] if authorization else []),
+            *(("Impersonate-Group", group) for group in self._groups),
+        ]
         data = None
         if body is not None:
             data = json.dumps(body).encode()
-            headers = {**headers, "Content-Type": content_type}
-        if self._groups:
-            headers = urllib3.HTTPHeaderDict(headers)
-            for group in self._groups:
-                headers.add("Impersonate-Group", group)
-        timeout = None if stream else self.timeout
+            headers += [("Content-Type", content_type), ("Content-Length", str(len(data)))]
         try:
-            return (pool or self._pool).request(
-                method,
-                url,
-                body=data,
-                headers=headers,
-                timeout=urllib3.Timeout(total=timeout) if timeout else None,
-                preload_content=not stream,
-                retries=False,
-            )
-        except urllib3.exceptions.HTTPError as error:
+            connection.timeout = timeout
+            if connection.sock is not None:
+                connection.sock.settimeout(timeout)
+            connection.putrequest(method, target, skip_accept_encoding=True)
+            for name, value in headers:
+                connection.putheader(name, value)
+            connection.endheaders(data)
+            response = connection.getresponse()
+        except (HTTPException, OSError) as error:
+            connection.close()
+            raise KubeError(f"cannot reach the API server at {self.host}: {error}") from error
+        _debug('%s "%s %s" %s', self.host, method, target, response.status)
+        return response
+
+    def _read(self, response: HTTPResponse, connection: HTTPConnection) -> bytes:
+        """The whole body; a connection whose response broke off is closed, never reused."""
+        from http.client import HTTPException
+
+        try:
+            return response.read()
+        except (HTTPException, OSError) as error:
+            connection.close()
             raise KubeError(f"cannot reach the API server at {self.host}: {error}") from error
 
 
-def _tls_arguments(credentials: Credentials) -> dict[str, Any]:
-    import ssl
+class _Connections:
+    """Keep-alive connections to one API server, shared by the threads using one ``Kube``: a
+    request takes an idle one (or opens one) and gives it back once its response is read; at
+    most ``size`` are kept idle. A connection the server closed meanwhile is dropped on taking,
+    as HTTP clients do, so a request never fails for being sent on it."""
 
-    if not credentials.secure:
-        return {}
-    verify = ssl.CERT_REQUIRED if credentials.verify else ssl.CERT_NONE
-    arguments: dict[str, Any] = {
-        "ssl_context": _ssl_context(credentials, verify),
-        "cert_reqs": verify,
-    }
-    if credentials.tls_server_name:
-        arguments["server_hostname"] = credentials.tls_server_name
-    if not credentials.verify:
-        arguments["assert_hostname"] = False
-    return arguments
+    def __init__(self, credentials: Credentials, size: int) -> None:
+        host = credentials.host
+        parts = urlsplit(host if "://" in host else f"http://{host}")
+        self.prefix = parts.path.rstrip("/")
+        self._secure = parts.scheme == "https"
+        try:
+            self._address = (parts.hostname or "", parts.port or (443 if self._secure else 80))
+        except ValueError as error:  # a port that is not a number
+            raise KubeError(f"invalid API server address {host}: {error}") from error
+        self._tls = _ssl_context(credentials) if self._secure else None
+        self._server_name = credentials.tls_server_name or parts.hostname
+        self._size = size
+        self._idle: list[HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    def open(self) -> HTTPConnection:
+        import http.client
+
+        host, port = self._address
+        _debug("new connection to %s:%s", host, port)
+        if self._tls is None:
+            return http.client.HTTPConnection(host, port)
+        return _tls_connection()(host, port, self._tls, self._server_name)
+
+    def take(self) -> HTTPConnection:
+        with self._lock:
+            while self._idle:
+                connection = self._idle.pop()
+                if not _closed_by_server(connection):
+                    return connection
+                connection.close()
+        return self.open()
+
+    def give_back(self, connection: HTTPConnection) -> None:
+        with self._lock:
+            if connection.sock is not None and len(self._idle) < self._size:
+                self._idle.append(connection)
+                return
+        connection.close()
 
 
-def _ssl_context(credentials: Credentials, verify: ssl.VerifyMode) -> ssl.SSLContext:
+def _debug(message: str, *args: object) -> None:
+    """A debug record of the HTTP traffic, as the controller shows at its debug level.
+    ``logging`` is used only when the program imported it: the plugin does not (it is a few ms
+    of every start, issue 18), and where nothing imported it, nothing would show the record."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.getLogger(__name__).debug(message, *args)
+
+
+@cache
+def _tls_connection() -> Callable[[str, int, ssl.SSLContext, str | None], HTTPConnection]:
+    """The class of an HTTPS connection that checks the certificate for a name of our choice
+    (the kubeconfig's tls-server-name, else the host), which http.client's own HTTPSConnection
+    cannot be told. Made on first use, as http.client is imported only then."""
+    import http.client
+
+    class TlsConnection(http.client.HTTPConnection):
+        default_port = 443
+
+        def __init__(
+            self, host: str, port: int, context: ssl.SSLContext, server_name: str | None
+        ) -> None:
+            super().__init__(host, port)
+            self.context = context
+            self.server_name = server_name
+
+        def connect(self) -> None:
+            super().connect()
+            self.sock = self.context.wrap_socket(self.sock, server_hostname=self.server_name)
+
+    return TlsConnection
+
+
+def _closed_by_server(connection: HTTPConnection) -> bool:
+    """An idle keep-alive connection with something to read has been closed by the server (or
+    broken): there is no response it could be waiting for."""
+    import select
+
+    sock = connection.sock
+    if sock is None:
+        return False
+    try:
+        if hasattr(select, "poll"):  # select.select cannot watch descriptors above 1023
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
+def _ssl_context(credentials: Credentials) -> ssl.SSLContext:
     """One context for every connection: the CA (or the system's) and the client certificate
-    are loaded once, not on every handshake."""
+    are loaded once, not on every handshake. TLS 1.2 at least, as client-go."""
     import ssl
 
-    from urllib3.util.ssl_ import create_urllib3_context
-
-    context = create_urllib3_context(cert_reqs=verify)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if not credentials.verify:
+        # Asked for in so many words (--insecure-skip-tls-verify).
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
     try:
         if credentials.ca_file or credentials.ca_data:
             cadata = credentials.ca_data.decode("ascii", "replace") if credentials.ca_data else None
@@ -324,11 +416,11 @@ def _ssl_context(credentials: Credentials, verify: ssl.VerifyMode) -> ssl.SSLCon
 def _load_client_certificate(context: ssl.SSLContext, credentials: Credentials) -> None:
     """Certificate and key given as data pass through a private temporary folder, as the ssl
     module reads them only from files; they are deleted once loaded."""
-    import tempfile
-
     cert, key = credentials.cert_file, credentials.key_file
     if not (cert or credentials.cert_data):
         return
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="accurate-") as folder:
         if credentials.cert_data is not None:
             cert = _private_file(folder, "client.crt", credentials.cert_data)
@@ -343,22 +435,23 @@ def _private_file(folder: str, name: str, data: bytes) -> str:
     return str(path)
 
 
-def _events(response: urllib3.BaseHTTPResponse, path: str) -> Iterator[dict[str, Any]]:
+def _events(response: HTTPResponse, path: str) -> Iterator[dict[str, Any]]:
     """The decoded events of a watch; a stream cut off mid-way is a KubeError, so that the
     caller lists again rather than trusting what it has."""
-    import urllib3
+    from http.client import HTTPException
 
     try:
         for line in _lines(response):
             yield json.loads(line)
-    except (urllib3.exceptions.HTTPError, OSError, ValueError) as error:
+    except (HTTPException, OSError, ValueError) as error:
         raise KubeError(f"the watch of {path} broke off: {error}") from error
 
 
-def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
-    """Newline-delimited JSON from a chunked watch response, however the chunks fall."""
+def _lines(response: HTTPResponse) -> Iterator[bytes]:
+    """Newline-delimited JSON from a chunked watch response, however the chunks fall: each
+    read returns what has arrived, without waiting for 64 KiB."""
     pending = b""
-    for chunk in response.stream(amt=65536, decode_content=True):
+    for chunk in iter(lambda: response.read1(65536), b""):
         pending += chunk
         *complete, pending = pending.split(b"\n")
         yield from (line for line in complete if line.strip())

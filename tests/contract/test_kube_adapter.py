@@ -287,3 +287,30 @@ def test_a_watch_cut_off_mid_stream_is_a_kube_error() -> None:
                 seen.append(event["type"])
         server.join(5)
     assert seen == ["ADDED"]
+
+
+def test_a_connection_the_server_closed_while_idle_is_not_used_again() -> None:
+    """Servers close idle keep-alive connections when they like; the next request must not fail
+    for being sent on one."""
+    answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+    closed = threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(2)
+        port = listener.getsockname()[1]
+
+        def answer_then_close() -> None:
+            for _ in range(2):
+                connection, _ = listener.accept()
+                with connection:
+                    connection.recv(65536)
+                    connection.sendall(answer)
+                closed.set()
+
+        server = threading.Thread(target=answer_then_close, daemon=True)
+        server.start()
+        kube = Kube.connect(ConnectionOptions(server=f"http://127.0.0.1:{port}"))
+        assert kube.get("/api/v1") == {}
+        assert closed.wait(5)
+        assert kube.get("/api/v1") == {}
+        server.join(5)

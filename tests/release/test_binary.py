@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from accurate_testbed.cluster import Cluster
+from kubectl_accurate.main import DEFERRED
 from tests.e2e.cli import World
 from tests.release.krew import (
     TAG,
@@ -116,3 +117,11 @@ def test_sub_create_and_list_through_kubectl(
     listed = kubectl_accurate(plugin_path, "list", root, kubeconfig=cluster.kubeconfig)
     assert (listed.returncode, listed.stderr) == (0, "")
     assert listed.stdout == f"{root}\n└── {child}\n"
+
+
+@pytest.mark.parametrize("name", sorted(DEFERRED))
+def test_commands_loaded_on_use_are_in_the_binary(plugin_path: str, name: str) -> None:
+    """These commands' modules are imported by name, out of PyInstaller's sight."""
+    result = kubectl_accurate(plugin_path, name, "--help")
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith(f"Usage: kubectl accurate {name} ")
