@@ -213,44 +213,40 @@ def sub() -> None:
 # Reading commands
 
 
-@command(root, "list", "list", "list team-a -o yaml", "list --markers")
+@command(root, "list", "list", "list team-a -o yaml", "list --no-markers")
 @namespace_argument("top", "[ROOT]", required=False)
 @output_option
 @click.option(
-    "--markers",
-    is_flag=True,
+    "--markers/--no-markers",
+    default=None,
     help="Mark how each namespace got there ([r] root, [s] SubNamespace, [g] grafted, "
-    "[i] template instance, [!] broken), with a legend; one more request.",
+    "[i] template instance, [!] broken), with a legend. The default for the drawn trees; "
+    "with -o, --markers adds a markers list to each namespace.",
 )
-def list_trees(ctx: click.Context, top: str | None, output: str | None, markers: bool) -> None:
+def list_trees(
+    ctx: click.Context, top: str | None, output: str | None, markers: bool | None
+) -> None:
     """List namespace trees (alias: ls).
 
     Without ROOT, every root namespace and the sub-namespaces below it; with ROOT, only the
-    tree under that namespace. Costs one request, whatever the number of namespaces (two with
-    --markers). Without the right to list namespaces: the tree of ROOT, else of the current
-    namespace, as far as you may read it.
+    tree under that namespace. The drawing costs two LISTs sent together, namespaces and
+    SubNamespaces, whatever the number of namespaces; --no-markers and -o json|yaml cost one.
+    Without the right to list namespaces: the tree of ROOT, else of the current namespace, as
+    far as you may read it.
     """
-    namespaces = _view(ctx, [top], below=True)
-    forest = namespaces.forest
-    tops = _tops(forest.roots(), top, namespaces, "roots")
-    if not markers:
-        _show_trees(tops, forest.children, "children", output)
-        return
-    from kubectl_accurate import markers as marking
-    from libaccurate.kube import KubeError
+    marker: Callable[[str], str] | None = None
+    legend = ""
+    if output is None if markers is None else markers:
+        from kubectl_accurate import markers as marking
 
-    try:
-        made: set[str] | None = marking.made_by_subnamespaces(forest, _api(ctx).list(None))
-    except KubeError:
-        made = None
-    _show_trees(
-        tops,
-        forest.children,
-        "children",
-        output,
-        marking.marker(forest, made),
-        marking.legend(made),
-    )
+        namespaces, origins = marking.read_with_origins(
+            _api(ctx), lambda: _view(ctx, [top], below=True)
+        )
+        marker, legend = marking.marker(namespaces.forest, origins), marking.legend(origins)
+    else:
+        namespaces = _view(ctx, [top], below=True)
+    tops = _tops(namespaces.forest.roots(), top, namespaces, "roots")
+    _show_trees(tops, namespaces.forest.children, "children", output, marker, legend)
 
 
 sub.add_command(root.commands["list"], "list")
