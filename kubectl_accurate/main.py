@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
     from kubectl_accurate.changes import Change
+    from kubectl_accurate.markers import Marking
     from kubectl_accurate.namespaces import Namespaces
     from kubectl_accurate.subnamespace_api import SubNamespaceApi
 
@@ -234,19 +235,16 @@ def list_trees(
     Without the right to list namespaces: the tree of ROOT, else of the current namespace, as
     far as you may read it.
     """
-    marker: Callable[[str], str] | None = None
-    legend = ""
+    marking: Marking | None = None
     if output is None if markers is None else markers:
-        from kubectl_accurate import markers as marking
+        from kubectl_accurate.markers import Marking, read_with_origins
 
-        namespaces, origins = marking.read_with_origins(
-            _api(ctx), lambda: _view(ctx, [top], below=True)
-        )
-        marker, legend = marking.marker(namespaces.forest, origins), marking.legend(origins)
+        namespaces, origins = read_with_origins(_api(ctx), lambda: _view(ctx, [top], below=True))
+        marking = Marking(namespaces.forest, origins)
     else:
         namespaces = _view(ctx, [top], below=True)
     tops = _tops(namespaces.forest.roots(), top, namespaces, "roots")
-    _show_trees(tops, namespaces.forest.children, "children", output, marker, legend)
+    _show_trees(tops, namespaces.forest.children, "children", output, marking)
 
 
 sub.add_command(root.commands["list"], "list")
@@ -289,17 +287,16 @@ def _show_trees(
     step: Callable[[str], tuple[str, ...]],
     key: str,
     output: str | None,
-    mark: Callable[[str], str] | None = None,
-    legend: str = "",
+    marking: Marking | None = None,
 ) -> None:
     from kubectl_accurate import trees
 
-    grown = [trees.grow(top, step, mark) for top in tops]
+    grown = [trees.grow(top, step, marking.mark if marking else None) for top in tops]
     printer = Printer()
     if output:
         printer.data([trees.to_data(tree, key) for tree in grown], output)
     else:
-        trees.draw(printer, grown, legend)
+        trees.draw(printer, grown, marking.legend() if marking else "")
 
 
 @command(namespace, "describe", "ns describe team-a-dev")

@@ -22,7 +22,6 @@ from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from libaccurate.forest import Forest
 from libaccurate.kube import KubeError
 
-Marker = Callable[[str], str]
 LEGEND = {
     "r": "root",
     "s": "sub-namespace made by a SubNamespace",
@@ -84,33 +83,36 @@ def read_with_origins(
     return namespaces, Origins(made_by_subnamespaces(namespaces.forest, pairs), None)
 
 
-def marker(forest: Forest, origins: Origins) -> Marker:
-    """The markers of a namespace, joined (``r,i`` for a root that uses a template)."""
+class Marking:
+    """Marks namespaces as the trees are grown, then gives the legend of the marks drawn."""
 
-    def mark(name: str) -> str:
-        node = forest.get(name)
+    def __init__(self, forest: Forest, origins: Origins) -> None:
+        self.forest = forest
+        self.origins = origins
+        self.drawn: set[str] = set()
+        self.unknown = False
+
+    def mark(self, name: str) -> str:
+        """The markers of a namespace, joined (``r,i`` for a root that uses a template)."""
+        node = self.forest.get(name)
         if node is None:
             return ""
         codes = []
-        if forest.problem(name) is not None:
+        if self.forest.problem(name) is not None:
             codes.append("!")
         if node.is_root:
             codes.append("r")
         if node.parent is not None:
-            known = origins.read is None or node.parent in origins.read
-            codes.append("g" if known and name not in origins.made else "s")
+            known = self.origins.read is None or node.parent in self.origins.read
+            self.unknown |= not known
+            codes.append("g" if known and name not in self.origins.made else "s")
         elif node.template is not None:
             codes.append("i")
+        self.drawn.update(codes)
         return ",".join(codes)
 
-    return mark
-
-
-def legend(origins: Origins) -> str:
-    """One line saying what each marker means; ``[s]`` widened when origins are unknown."""
-    meanings = dict(LEGEND)
-    if origins.read is not None:
-        meanings["s"] = UNKNOWN_ORIGIN
-        if not origins.read:
-            del meanings["g"]
-    return "  ".join(f"[{code}] {meaning}" for code, meaning in meanings.items())
+    def legend(self) -> str:
+        """One line saying what each marker drawn means; ``[s]`` widened where a namespace's
+        origin was unknown."""
+        meanings = {**LEGEND, **({"s": UNKNOWN_ORIGIN} if self.unknown else {})}
+        return "  ".join(f"[{code}] {meanings[code]}" for code in LEGEND if code in self.drawn)
