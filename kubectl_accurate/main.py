@@ -221,8 +221,9 @@ def sub() -> None:
     "--markers/--no-markers",
     default=None,
     help="Mark how each namespace got there ([r] root, [s] SubNamespace, [g] grafted, "
-    "[i] template instance, [!] broken), with a legend. The default for the drawn trees; "
-    "with -o, --markers adds a markers list to each namespace.",
+    "[i] template instance, [!] broken), with a legend: the default when drawing, from a "
+    "LIST of SubNamespaces sent alongside. With -o, --markers adds a markers list to each "
+    "namespace.",
 )
 def list_trees(
     ctx: click.Context, top: str | None, output: str | None, markers: bool | None
@@ -230,8 +231,9 @@ def list_trees(
     """List namespace trees (alias: ls).
 
     Without ROOT, every root namespace and the sub-namespaces below it; with ROOT, only the
-    tree under that namespace. The drawing costs two LISTs sent together, namespaces and
-    SubNamespaces, whatever the number of namespaces; --no-markers and -o json|yaml cost one.
+    tree under that namespace. Drawn with markers, costs two LISTs sent together (namespaces
+    and SubNamespaces) whatever the number of namespaces; with --no-markers or -o json|yaml,
+    one.
     Without the right to list namespaces: the tree of ROOT, else of the current namespace, as
     far as you may read it.
     """

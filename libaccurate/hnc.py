@@ -675,7 +675,9 @@ def _leftovers(snapshot: HncSnapshot, not_carried: list[NotCarried]) -> None:
             not_carried.append(
                 NotCarried(
                     f"allowCascadingDeletion on namespace {_namespace(hierarchy)}",
-                    "Accurate allows cascading deletion only cluster-wide, with the controller "
+                    "the import does not carry it over: in Accurate a tenant allows it per "
+                    "subtree with the annotation accurate.cybozu.com/allow-cascading-deletion="
+                    '"true" on a SubNamespace, an administrator cluster-wide with the controller '
                     "flag --webhook-allow-cascading-deletion",
                 )
             )

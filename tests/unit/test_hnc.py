@@ -415,7 +415,7 @@ def test_what_accurate_has_no_equivalent_for_is_reported() -> None:
     hnc.quotas.append({"metadata": {"name": "cpu", "namespace": "team"}})
     found = reasons(hnc.plan())
 
-    assert "cluster-wide" in found["allowCascadingDeletion on namespace team"]
+    assert "allow-cascading-deletion" in found["allowCascadingDeletion on namespace team"]
     assert "no quota across a subtree" in found["HierarchicalResourceQuota team/cpu"]
 
 
