@@ -6,12 +6,15 @@ only when asked with ``--markers``."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from accurate_testbed.apiserver.server import ApiServer
 from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE
+from tests.e2e.cli import run_plugin, succeeded
 from tests.e2e.controller import Scene
+from tests.e2e.test_controller_startup import _robot
 from tests.e2e.test_controller_tree_labels import plugin
 
 LEGEND = (
@@ -81,3 +84,17 @@ def test_markers_cost_the_subnamespaces_list_and_no_markers_one_request(
     assert [(r.method, r.path, r.verb) for r in apiserver.requests] == [
         ("GET", "/api/v1/namespaces", "list")
     ]
+
+
+@pytest.mark.fault_injection
+def test_a_user_who_may_not_list_subnamespaces_gets_the_other_markers(
+    subnamespace_crd: None, scene: Scene, apiserver: ApiServer, tmp_path: Path
+) -> None:
+    root, made, grafted = marked_tree(scene)
+    rules = [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list"]}]
+    kubeconfig = _robot(apiserver, scene, tmp_path, rules)
+
+    assert succeeded(run_plugin("list", root, kubeconfig=kubeconfig)) == (
+        f"{root} [r,i]\n├── {grafted} [s]\n└── {made} [s]\n\n[r] root  [s] sub-namespace "
+        "(made or grafted: the SubNamespaces could not all be read)  [i] instance of a template\n"
+    )
