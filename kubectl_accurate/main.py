@@ -233,9 +233,8 @@ def list_trees(
     Without ROOT, every root namespace and the sub-namespaces below it; with ROOT, only the
     tree under that namespace. Drawn with markers, costs two LISTs sent together (namespaces
     and SubNamespaces) whatever the number of namespaces; with --no-markers or -o json|yaml,
-    one.
-    Without the right to list namespaces: the tree of ROOT, else of the current namespace, as
-    far as you may read it.
+    one. Without the right to list namespaces: the tree of ROOT, else of the current
+    namespace, as far as you may read it.
     """
     marking: Marking | None = None
     if output is None if markers is None else markers:

@@ -57,14 +57,14 @@ def read_with_origins(
 ) -> tuple[Namespaces, Origins]:
     """``view()`` and, sent at the same time, the cluster-wide LIST of SubNamespaces; the
     origins come from that LIST, else (forbidden, not served) from what the view read."""
-    listed: list[list[dict[str, Any]] | None] = [None]
+    listed: list[list[dict[str, Any]]] = []
     failed: list[Exception] = []
 
     def list_all() -> None:
         try:
-            listed[0] = api.list(None)
+            listed.append(api.list(None))
         except KubeError:
-            listed[0] = None
+            return  # forbidden or not served: what the view read decides
         except Exception as error:  # raised in the caller's thread below
             failed.append(error)
 
@@ -74,12 +74,11 @@ def read_with_origins(
     lister.join()
     if failed:
         raise failed[0]
-    subs = listed[0]
-    if subs is None:
+    if not listed:
         seen = namespaces.subnamespaces_read
         pairs = ((parent, child) for parent, children in seen.items() for child in children)
         return namespaces, Origins(made_by_subnamespaces(namespaces.forest, pairs), frozenset(seen))
-    pairs = ((sub["metadata"]["namespace"], sub["metadata"]["name"]) for sub in subs)
+    pairs = ((sub["metadata"]["namespace"], sub["metadata"]["name"]) for sub in listed[0])
     return namespaces, Origins(made_by_subnamespaces(namespaces.forest, pairs), None)
 
 

@@ -712,7 +712,7 @@ def plan_import(snapshot: HncSnapshot, kinds: Kinds) -> Plan:
         sources.extend(made_sources)
     keys = _managed_keys(snapshot, not_carried)
     _leftovers(snapshot, not_carried)
-    tree_labels = _tree_labels(snapshot.namespaces, sources)
+    tree_labels = _tree_labels(snapshot)
     config = Config(
         label_keys=keys["labelKeys"],
         annotation_keys=keys["annotationKeys"],
@@ -733,21 +733,26 @@ def plan_import(snapshot: HncSnapshot, kinds: Kinds) -> Plan:
     )
 
 
-def _tree_labels(namespaces: Iterable[Obj], sources: Iterable[MarkObject]) -> str:
+def _tree_labels(snapshot: HncSnapshot) -> str:
     """Why the config needs HNC's tree label suffix ("" when it does not): namespaces carry
-    HNC's tree labels, or carried-over exceptions select on them."""
+    HNC's tree labels, or selectors name them (HNC's, or Accurate's once carried over, so
+    that planning again after an import asks for the same config)."""
     labelled = sum(
-        any(key.endswith(TREE_LABEL_SUFFIX) for key in labels_of(ns)) for ns in namespaces
+        any(key.endswith(TREE_LABEL_SUFFIX) for key in labels_of(ns)) for ns in snapshot.namespaces
     )
     selecting = sum(
-        TREE_LABEL_SUFFIX in source.annotations.get(ANNOTATION_PROPAGATE_SELECT, "")
-        for source in sources
+        any(
+            TREE_LABEL_SUFFIX in annotations_of(obj).get(key, "")
+            for key in (EXCEPTION_SELECT, ANNOTATION_PROPAGATE_SELECT)
+        )
+        for objects in snapshot.objects.values()
+        for obj in objects
     )
     if not labelled and not selecting:
         return ""
     found = f"HNC's tree labels (<ancestor>{TREE_LABEL_SUFFIX}) are on {labelled} namespaces"
     if selecting:
-        found += f" and {selecting} propagate-select annotations name them"
+        found += f" and {selecting} objects' selectors name them"
     return (
         f"treeLabels: {found}. With suffix {HNC_TREE_SUFFIX} Accurate keeps them current on "
         "the namespaces of its trees, so NetworkPolicies, namespaceSelectors and selectors "

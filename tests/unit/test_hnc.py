@@ -320,6 +320,20 @@ def test_hnc_tree_labels_turn_on_tree_labels_with_hncs_suffix() -> None:
     assert "treeLabels" not in team().plan().config_document()
 
 
+def test_a_selector_on_hncs_tree_labels_keeps_them_on_after_the_import() -> None:
+    hnc = team()
+    hnc.role("team", "picky", **{EXCEPTION_SELECT: "!dev-tools.tree.hnc.x-k8s.io/depth"})
+    hnc.role("dev", "picky", origin="team")
+    plan = hnc.plan()
+    assert plan.config.tree_label_suffix == "tree.hnc.x-k8s.io"
+    assert "1 objects' selectors name them" in plan.config_notes[0]
+
+    hnc.apply(plan)
+    again = hnc.plan()
+    assert again.empty
+    assert again.config == plan.config
+
+
 def test_a_source_hnc_made_no_copies_of_is_not_opted_in() -> None:
     hnc = team()
     hnc.role("team", "with-finalizer")
