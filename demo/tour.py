@@ -83,7 +83,11 @@ def _subnamespaces(narrator: Narrator) -> None:
     _ready(narrator, ROOT, WEB, BATCH)
     narrator.run("kubectl", "accurate", "sub", "create", STAGING, WEB)
     _ready(narrator, WEB, STAGING)
-    narrator.heading("The tree", "`kubectl accurate list` draws every tree in the cluster.")
+    narrator.heading(
+        "The tree",
+        "`kubectl accurate list` draws every tree in the cluster, marking how each namespace "
+        "got there: [r] a root, [s] made by a SubNamespace.",
+    )
     narrator.run("kubectl", "accurate", "list")
     narrator.heading(
         "One namespace up close",

@@ -278,6 +278,7 @@ def _data(outcome: Outcome, hnc_namespace: str) -> dict[str, Any]:
         "writes": [write.describe() for write in outcome.writes],
         "notCarriedOver": [{"what": n.what, "reason": n.reason} for n in plan.not_carried],
         "config": plan.config_document(),
+        "configNotes": list(plan.config_notes),
         "nextSteps": _retire_steps(outcome, hnc_namespace),
     }
 
@@ -303,6 +304,8 @@ def _show(printer: Printer, outcome: Outcome, hnc_namespace: str) -> None:
     document = yaml.safe_dump(plan.config_document(), sort_keys=False).rstrip("\n")
     for line in document.splitlines():
         printer.line(f"  {line}")
+    for note in plan.config_notes:
+        printer.line(f"  # {note}")
     if outcome.running:
         printer.line("")
         printer.line(("HNC still runs: ", "bold"), ", ".join(outcome.running))

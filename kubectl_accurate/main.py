@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
     from kubectl_accurate.changes import Change
+    from kubectl_accurate.markers import Marking
     from kubectl_accurate.namespaces import Namespaces
     from kubectl_accurate.subnamespace_api import SubNamespaceApi
 
@@ -282,44 +283,38 @@ def sub() -> None:
 # Reading commands
 
 
-@command(root, "list", "list", "list team-a -o yaml", "list --markers")
+@command(root, "list", "list", "list team-a -o yaml", "list --no-markers")
 @namespace_argument("top", "[ROOT]", required=False)
 @output_option
 @click.option(
-    "--markers",
-    is_flag=True,
+    "--markers/--no-markers",
+    default=None,
     help="Mark how each namespace got there ([r] root, [s] SubNamespace, [g] grafted, "
-    "[i] template instance, [!] broken), with a legend; one more request.",
+    "[i] template instance, [!] broken), with a legend: the default when drawing, from a "
+    "LIST of SubNamespaces sent alongside. With -o, --markers adds a markers list to each "
+    "namespace.",
 )
-def list_trees(ctx: click.Context, top: str | None, output: str | None, markers: bool) -> None:
+def list_trees(
+    ctx: click.Context, top: str | None, output: str | None, markers: bool | None
+) -> None:
     """List namespace trees (alias: ls).
 
     Without ROOT, every root namespace and the sub-namespaces below it; with ROOT, only the
-    tree under that namespace. Costs one request, whatever the number of namespaces (two with
-    --markers). Without the right to list namespaces: the tree of ROOT, else of the current
+    tree under that namespace. Drawn with markers, costs two LISTs sent together (namespaces
+    and SubNamespaces) whatever the number of namespaces; with --no-markers or -o json|yaml,
+    one. Without the right to list namespaces: the tree of ROOT, else of the current
     namespace, as far as you may read it.
     """
-    namespaces = _view(ctx, [top], below=True)
-    forest = namespaces.forest
-    tops = _tops(forest.roots(), top, namespaces, "roots")
-    if not markers:
-        _show_trees(tops, forest.children, "children", output)
-        return
-    from kubectl_accurate import markers as marking
-    from libaccurate.kube import KubeError
+    marking: Marking | None = None
+    if output is None if markers is None else markers:
+        from kubectl_accurate.markers import Marking, read_with_origins
 
-    try:
-        made: set[str] | None = marking.made_by_subnamespaces(forest, _api(ctx).list(None))
-    except KubeError:
-        made = None
-    _show_trees(
-        tops,
-        forest.children,
-        "children",
-        output,
-        marking.marker(forest, made),
-        marking.legend(made),
-    )
+        namespaces, origins = read_with_origins(_api(ctx), lambda: _view(ctx, [top], below=True))
+        marking = Marking(namespaces.forest, origins)
+    else:
+        namespaces = _view(ctx, [top], below=True)
+    tops = _tops(namespaces.forest.roots(), top, namespaces, "roots")
+    _show_trees(tops, namespaces.forest.children, "children", output, marking)
 
 
 sub.add_command(root.commands["list"], "list")
@@ -362,17 +357,16 @@ def _show_trees(
     step: Callable[[str], tuple[str, ...]],
     key: str,
     output: str | None,
-    mark: Callable[[str], str] | None = None,
-    legend: str = "",
+    marking: Marking | None = None,
 ) -> None:
     from kubectl_accurate import trees
 
-    grown = [trees.grow(top, step, mark) for top in tops]
+    grown = [trees.grow(top, step, marking.mark if marking else None) for top in tops]
     printer = Printer()
     if output:
         printer.data([trees.to_data(tree, key) for tree in grown], output)
     else:
-        trees.draw(printer, grown, legend)
+        trees.draw(printer, grown, marking.legend() if marking else "")
 
 
 @command(namespace, "describe", "ns describe team-a-dev")

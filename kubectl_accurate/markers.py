@@ -1,20 +1,27 @@
-"""``list --markers``: how each namespace got into its tree, the way ``kubectl hns tree`` marks
-sub-namespaces with ``[s]``.
+"""The markers ``list`` draws: how each namespace got into its tree, the way ``kubectl hns
+tree`` marks sub-namespaces with ``[s]``.
 
 Roots, instances and broken chains show in the namespaces' labels; telling a namespace a
-SubNamespace made from one grafted by a parent label alone takes the SubNamespaces, one more
-LIST, which is why the markers are asked for rather than always drawn (plain ``list`` stays at
-one request). A user who may not list SubNamespaces everywhere still gets the other markers.
+SubNamespace made from one grafted by a parent label alone takes the SubNamespaces. ``list``
+therefore sends a LIST of every SubNamespace alongside its LIST of namespaces, on a connection
+of its own, so the two cost one round trip of wall time (docs/design-notes.md). A user who may
+not list SubNamespaces everywhere is marked from the SubNamespaces their view already read
+(a tenant's view follows them down), and sees ``[s]`` where the origin is unknown, as the
+legend then says.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from kubectl_accurate.namespaces import Namespaces
+from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from libaccurate.forest import Forest
+from libaccurate.kube import KubeError
 
-Marker = Callable[[str], str]
 LEGEND = {
     "r": "root",
     "s": "sub-namespace made by a SubNamespace",
@@ -22,45 +29,89 @@ LEGEND = {
     "i": "instance of a template",
     "!": "broken chain: 'kubectl accurate ns describe NS' says why",
 }
-UNKNOWN_ORIGIN = {"s": "sub-namespace (SubNamespaces could not be listed: made or grafted)"}
+UNKNOWN_ORIGIN = "sub-namespace (made or grafted: the SubNamespaces could not all be read)"
 
 
-def made_by_subnamespaces(forest: Forest, subs: Iterable[Mapping[str, Any]]) -> set[str]:
-    """Sub-namespaces whose SubNamespace lives in their parent, as the controller keeps them."""
+@dataclass(frozen=True)
+class Origins:
+    """What the SubNamespaces read say: the namespaces they made, and the namespaces whose
+    SubNamespaces were read (None: every namespace's, from one cluster-wide LIST)."""
+
+    made: frozenset[str]
+    read: frozenset[str] | None
+
+
+def made_by_subnamespaces(forest: Forest, subs: Iterable[tuple[str, str]]) -> frozenset[str]:
+    """Of the SubNamespaces given as (namespace, name), the sub-namespaces they made: those
+    whose parent is the SubNamespace's namespace, as the controller keeps them."""
     made = set()
-    for sub in subs:
-        metadata = sub.get("metadata") or {}
-        node = forest.get(metadata.get("name", ""))
-        if node is not None and node.parent == metadata.get("namespace"):
-            made.add(node.name)
-    return made
-
-
-def marker(forest: Forest, made: set[str] | None) -> Marker:
-    """The markers of a namespace, joined (``r,i`` for a root that uses a template);
-    ``made`` is None when the SubNamespaces are unknown."""
-
-    def mark(name: str) -> str:
+    for namespace, name in subs:
         node = forest.get(name)
+        if node is not None and node.parent == namespace:
+            made.add(name)
+    return frozenset(made)
+
+
+def read_with_origins(
+    api: SubNamespaceApi, view: Callable[[], Namespaces]
+) -> tuple[Namespaces, Origins]:
+    """``view()`` and, sent at the same time, the cluster-wide LIST of SubNamespaces; the
+    origins come from that LIST, else (forbidden, not served) from what the view read."""
+    listed: list[list[dict[str, Any]]] = []
+    failed: list[Exception] = []
+
+    def list_all() -> None:
+        try:
+            listed.append(api.list(None))
+        except KubeError:
+            return  # forbidden or not served: what the view read decides
+        except Exception as error:  # raised in the caller's thread below
+            failed.append(error)
+
+    lister = threading.Thread(target=list_all, daemon=True)
+    lister.start()
+    namespaces = view()
+    lister.join()
+    if failed:
+        raise failed[0]
+    if not listed:
+        seen = namespaces.subnamespaces_read
+        pairs = ((parent, child) for parent, children in seen.items() for child in children)
+        return namespaces, Origins(made_by_subnamespaces(namespaces.forest, pairs), frozenset(seen))
+    pairs = ((sub["metadata"]["namespace"], sub["metadata"]["name"]) for sub in listed[0])
+    return namespaces, Origins(made_by_subnamespaces(namespaces.forest, pairs), None)
+
+
+class Marking:
+    """Marks namespaces as the trees are grown, then gives the legend of the marks drawn."""
+
+    def __init__(self, forest: Forest, origins: Origins) -> None:
+        self.forest = forest
+        self.origins = origins
+        self.drawn: set[str] = set()
+        self.unknown = False
+
+    def mark(self, name: str) -> str:
+        """The markers of a namespace, joined (``r,i`` for a root that uses a template)."""
+        node = self.forest.get(name)
         if node is None:
             return ""
         codes = []
-        if forest.problem(name) is not None:
+        if self.forest.problem(name) is not None:
             codes.append("!")
         if node.is_root:
             codes.append("r")
         if node.parent is not None:
-            codes.append("s" if made is None or name in made else "g")
+            known = self.origins.read is None or node.parent in self.origins.read
+            self.unknown |= not known
+            codes.append("g" if known and name not in self.origins.made else "s")
         elif node.template is not None:
             codes.append("i")
+        self.drawn.update(codes)
         return ",".join(codes)
 
-    return mark
-
-
-def legend(made: set[str] | None) -> str:
-    """One line saying what each marker means."""
-    meanings = {**LEGEND, **(UNKNOWN_ORIGIN if made is None else {})}
-    if made is None:
-        del meanings["g"]
-    return "  ".join(f"[{code}] {meaning}" for code, meaning in meanings.items())
+    def legend(self) -> str:
+        """One line saying what each marker drawn means; ``[s]`` widened where a namespace's
+        origin was unknown."""
+        meanings = {**LEGEND, **({"s": UNKNOWN_ORIGIN} if self.unknown else {})}
+        return "  ".join(f"[{code}] {meanings[code]}" for code in LEGEND if code in self.drawn)

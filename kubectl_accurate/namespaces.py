@@ -21,11 +21,16 @@ class Namespaces:
     """Namespaces by name, the forest they form, and, for a partial view, what was refused."""
 
     def __init__(
-        self, items: Sequence[dict[str, Any]], refused: Mapping[str, str] | None = None
+        self,
+        items: Sequence[dict[str, Any]],
+        refused: Mapping[str, str] | None = None,
+        subnamespaces_read: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.items = list(items)
         self.by_name = {item["metadata"]["name"]: item for item in self.items}
         self.refused = dict(refused or {})
+        # A partial view's SubNamespaces, by namespace, as read to follow them down.
+        self.subnamespaces_read = {k: tuple(v) for k, v in (subnamespaces_read or {}).items()}
         self.complete = refused is None
         self.forest = Forest.build(self.items)
 

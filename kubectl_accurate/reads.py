@@ -46,7 +46,7 @@ def read_namespaces(
         view.up_from(name)
         if below:
             view.down_from(name)
-    return Namespaces(list(view.found.values()), view.refused)
+    return Namespaces(list(view.found.values()), view.refused, view.subnamespaces)
 
 
 class _Readable:
@@ -58,6 +58,7 @@ class _Readable:
         self.found: dict[str, dict[str, Any]] = {}
         self.refused: dict[str, str] = {}
         self.absent: set[str] = set()
+        self.subnamespaces: dict[str, list[str]] = {}
 
     def get(self, name: str) -> dict[str, Any] | None:
         if name in self.found or name in self.refused or name in self.absent:
@@ -95,8 +96,8 @@ class _Readable:
                 if error.code != 403:
                     raise
                 continue
-            for sub in children:
-                child = sub["metadata"]["name"]
+            self.subnamespaces[parent] = [sub["metadata"]["name"] for sub in children]
+            for child in self.subnamespaces[parent]:
                 if child not in seen:
                     seen.add(child)
                     pending.append(child)

@@ -19,10 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from libaccurate.cloning import annotations_of, copied_from, labels_of, propagate_mode
-from libaccurate.config import Config, GroupVersionKind, config_to_dict
+from libaccurate.config import Config, GroupVersionKind, TreeLabelSettings, config_to_dict
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_PROPAGATE,
+    ANNOTATION_PROPAGATE_NONE,
+    ANNOTATION_PROPAGATE_SELECT,
+    ANNOTATION_PROPAGATE_TREE_SELECT,
     LABEL_PARENT,
     LABEL_TEMPLATE,
     LABEL_TYPE,
@@ -31,6 +34,7 @@ from libaccurate.constants import (
     TYPE_ROOT,
     TYPE_TEMPLATE,
 )
+from libaccurate.selection import selection_of
 
 Obj = Mapping[str, Any]
 
@@ -40,7 +44,8 @@ HIERARCHY_NAME = "hierarchy"
 HNC_CONFIG_NAME = "config"
 LABEL_INHERITED_FROM = "hnc.x-k8s.io/inherited-from"
 ANNOTATION_SUBNAMESPACE_OF = "hnc.x-k8s.io/subnamespace-of"
-TREE_LABEL_SUFFIX = ".tree.hnc.x-k8s.io/depth"
+HNC_TREE_SUFFIX = "tree.hnc.x-k8s.io"
+TREE_LABEL_SUFFIX = f".{HNC_TREE_SUFFIX}/depth"
 EXCEPTION_SELECT = "propagate.hnc.x-k8s.io/select"
 EXCEPTION_TREE_SELECT = "propagate.hnc.x-k8s.io/treeSelect"
 EXCEPTION_NONE = "propagate.hnc.x-k8s.io/none"
@@ -53,7 +58,16 @@ RBAC_GROUP = "rbac.authorization.k8s.io"
 # HNC always propagates these, whatever its config says (its "enforced types").
 ENFORCED_RESOURCES = ((RBAC_GROUP, "roles"), (RBAC_GROUP, "rolebindings"))
 
-NO_EXCEPTIONS_YET = "Accurate has no per-object propagation exceptions yet"
+# HNC's exceptions and Accurate's with the same meaning (HNC's treeSelect names one subtree at
+# most, which Accurate's tree-select reads alike).
+EXCEPTIONS = {
+    EXCEPTION_SELECT: ANNOTATION_PROPAGATE_SELECT,
+    EXCEPTION_TREE_SELECT: ANNOTATION_PROPAGATE_TREE_SELECT,
+    EXCEPTION_NONE: ANNOTATION_PROPAGATE_NONE,
+}
+# The strings Go's strconv.ParseBool reads, which is how HNC reads its none annotation.
+GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
 @dataclass(frozen=True)
@@ -135,6 +149,8 @@ class Plan:
     subnamespaces: tuple[NewSubNamespace, ...]
     config: Config
     not_carried: tuple[NotCarried, ...]
+    # Why the config holds what is not plain key lists and watches.
+    config_notes: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -438,26 +454,66 @@ def _is_source(obj: Obj) -> bool:
     return not _is_hnc_copy(obj) and copied_from(obj) is None
 
 
-def _exception(kind: PropagatedKind, obj: Obj) -> str | None:
-    """Why HNC copied ``obj`` to some descendants only, or to none; None when to all of them."""
+def _exception(kind: PropagatedKind, obj: Obj) -> tuple[str | None, dict[str, str]]:
+    """HNC's exceptions on a source: why it is not carried over ("" when HNC never meant to
+    copy it, so there is nothing to say; None when it is), and Accurate's annotations that
+    narrow it as HNC's did."""
     annotations = annotations_of(obj)
-    for key in (EXCEPTION_SELECT, EXCEPTION_TREE_SELECT):
-        if annotations.get(key):
-            return (
-                f"HNC copies it only where {key}={annotations[key]} says; {NO_EXCEPTIONS_YET}, "
-                "and opting it in would copy it to every descendant"
-            )
-    if kind.mode == MODE_ALLOW_PROPAGATE:
-        if str(annotations.get(EXCEPTION_ALL, "")).lower() == "true":
-            return None
-        return ""
-    if str(annotations.get(EXCEPTION_NONE, "")).lower() == "true":
-        return (
-            f"{EXCEPTION_NONE}=true: HNC does not copy it and neither will Accurate (it is "
-            f"not opted in), but {NO_EXCEPTIONS_YET} to keep that choice should someone opt "
-            "it in"
-        )
-    return None
+    if kind.mode == MODE_ALLOW_PROPAGATE and not _allowed(annotations):
+        return "", {}
+    ours: dict[str, str] = {}
+    for theirs, mine in EXCEPTIONS.items():
+        value = str(annotations.get(theirs, ""))
+        if not value:  # HNC reads an empty exception as none at all
+            continue
+        translated, problem = _translated(theirs, value)
+        if problem is None and translated is not None:
+            problem = _conflict(annotations, theirs, value, mine, translated)
+        if problem is not None:
+            return problem, {}
+        if translated is not None:
+            ours[mine] = translated
+    return None, ours
+
+
+def _allowed(annotations: Mapping[str, str]) -> bool:
+    """Whether HNC copies an object of an ``AllowPropagate`` kind: only when it says where."""
+    return bool(
+        annotations.get(EXCEPTION_SELECT)
+        or annotations.get(EXCEPTION_TREE_SELECT)
+        or str(annotations.get(EXCEPTION_ALL, "")).lower() == "true"
+    )
+
+
+def _translated(theirs: str, value: str) -> tuple[str | None, str | None]:
+    """(Accurate's value for HNC's exception ``theirs``, None when it needs none; why it cannot
+    be translated, or None). A value HNC cannot read made HNC copy the object nowhere."""
+    nowhere = f"HNC reads {theirs}={value!r} as an error and copies it nowhere"
+    if theirs == EXCEPTION_NONE:
+        if value in GO_TRUE:
+            return "true", None
+        if value in GO_FALSE:
+            return None, None
+        return None, f"{nowhere}: not a boolean; fix or remove the annotation, then import again"
+    if theirs == EXCEPTION_TREE_SELECT:
+        named = [term for term in value.split(",") if not term.strip().startswith("!")]
+        if len(named) > 1:
+            return None, f"{nowhere}: it names more than one namespace without '!'"
+    error = selection_of({"metadata": {"annotations": {EXCEPTIONS[theirs]: value}}}).error
+    if error is not None:
+        return None, f"{theirs}={value!r} cannot be translated: {error}"
+    return value, None
+
+
+def _conflict(
+    annotations: Mapping[str, str], theirs: str, value: str, mine: str, translated: str
+) -> str | None:
+    """Why a source that already carries Accurate's exception with another value is left
+    alone, or None."""
+    existing = annotations.get(mine)
+    if existing is None or existing == translated:
+        return None
+    return f"it carries {mine}={existing!r} and {theirs}={value!r}, which differ; left as it is"
 
 
 @dataclass
@@ -490,15 +546,21 @@ def _object_writes(
             for child, copy_ in theirs
             if labels_of(copy_).get(LABEL_INHERITED_FROM) == namespace
         ]
-        problem = _source_problem(kind, obj, theirs, hnc_copies)
+        exception, exceptions = _exception(kind, obj)
+        problem = (
+            _source_problem(kind, obj, theirs, hnc_copies, bool(exceptions))
+            if exception is None
+            else _left_copies(exception, hnc_copies)
+        )
         if problem is not None:
             explained.update((child, name) for child, _ in hnc_copies)
             if problem:
                 not_carried.append(NotCarried(_describe(kind, namespace, name), problem))
             continue
         mode = propagate_mode(obj)
+        missing = {k: v for k, v in exceptions.items() if annotations_of(obj).get(k) != v}
         if mode is None:
-            sources.append(_mark(kind, obj, {ANNOTATION_PROPAGATE: PROPAGATE_UPDATE}))
+            sources.append(_mark(kind, obj, {ANNOTATION_PROPAGATE: PROPAGATE_UPDATE, **missing}))
         elif mode != PROPAGATE_UPDATE:
             not_carried.append(
                 NotCarried(
@@ -506,6 +568,8 @@ def _object_writes(
                     f"it is already annotated {ANNOTATION_PROPAGATE}={mode}; left as it is",
                 )
             )
+        elif missing:
+            sources.append(_mark(kind, obj, missing))
         for child, copy_ in hnc_copies:
             objects.copies_taken.add((child, name))
             parent = tree.parents[child]
@@ -530,26 +594,30 @@ def _source_problem(
     obj: Obj,
     theirs: Sequence[tuple[str, Obj]],
     hnc_copies: Sequence[tuple[str, Obj]],
+    narrowed: bool,
 ) -> str | None:
-    """Why a source in a namespace with descendants is not opted in ("" when HNC never meant to
-    copy it, so there is nothing to say), or None."""
-    exception = _exception(kind, obj)
-    if exception is not None:
-        if exception and hnc_copies:
-            exception += f"; its {len(hnc_copies)} copies stay as they are, no longer kept current"
-        return exception
+    """Why a source in a namespace with descendants, whose exceptions carry over, is not opted
+    in, or None. One that HNC copied nowhere is opted in only when its exceptions (``narrowed``)
+    may be why."""
     own = [child for child, other in theirs if _is_source(other)]
     if own:
         return (
             f"{', '.join(own)} hold their own {kind.gvk.kind} {_name(obj)}, which Accurate would "
             "replace with the copy"
         )
-    if not hnc_copies and propagate_mode(obj) is None:
+    if not hnc_copies and propagate_mode(obj) is None and not narrowed:
         return (
             "HNC made no copies of it (HNC leaves out some objects, such as those with "
             "finalizers), so it is not opted in"
         )
     return None
+
+
+def _left_copies(exception: str, hnc_copies: Sequence[tuple[str, Obj]]) -> str:
+    """A reason for not carrying a source over, with what becomes of HNC's copies of it."""
+    if exception and hnc_copies:
+        return f"{exception}; its {len(hnc_copies)} copies stay as they are, no longer kept current"
+    return exception
 
 
 def _mark(kind: PropagatedKind, obj: Obj, annotations: Mapping[str, str]) -> MarkObject:
@@ -602,25 +670,14 @@ def _literal(key: str) -> str:
 
 def _leftovers(snapshot: HncSnapshot, not_carried: list[NotCarried]) -> None:
     """What HNC did that Accurate has no equivalent for."""
-    tree_labelled = sorted(
-        _name(ns)
-        for ns in snapshot.namespaces
-        if any(key.endswith(TREE_LABEL_SUFFIX) for key in labels_of(ns))
-    )
-    if tree_labelled:
-        not_carried.append(
-            NotCarried(
-                f"tree labels (<ancestor>{TREE_LABEL_SUFFIX}) on {len(tree_labelled)} namespaces",
-                "Accurate does not write tree labels yet: they stay as HNC last wrote them and "
-                "will not follow later changes to the trees",
-            )
-        )
     for hierarchy in snapshot.hierarchies:
         if _spec(hierarchy).get("allowCascadingDeletion"):
             not_carried.append(
                 NotCarried(
                     f"allowCascadingDeletion on namespace {_namespace(hierarchy)}",
-                    "Accurate allows cascading deletion only cluster-wide, with the controller "
+                    "the import does not carry it over: in Accurate a tenant allows it per "
+                    "subtree with the annotation accurate.cybozu.com/allow-cascading-deletion="
+                    '"true" on a SubNamespace, an administrator cluster-wide with the controller '
                     "flag --webhook-allow-cascading-deletion",
                 )
             )
@@ -655,12 +712,14 @@ def plan_import(snapshot: HncSnapshot, kinds: Kinds) -> Plan:
         sources.extend(made_sources)
     keys = _managed_keys(snapshot, not_carried)
     _leftovers(snapshot, not_carried)
+    tree_labels = _tree_labels(snapshot)
     config = Config(
         label_keys=keys["labelKeys"],
         annotation_keys=keys["annotationKeys"],
         sub_namespace_label_keys=keys["subNamespaceLabelKeys"],
         sub_namespace_annotation_keys=keys["subNamespaceAnnotationKeys"],
         watches=tuple(kind.gvk for kind in kinds.propagated),
+        tree_labels=TreeLabelSettings(HNC_TREE_SUFFIX) if tree_labels else None,
     )
     return Plan(
         tuple(copies),
@@ -670,6 +729,35 @@ def plan_import(snapshot: HncSnapshot, kinds: Kinds) -> Plan:
         tuple(subnamespaces),
         config,
         tuple(not_carried),
+        (tree_labels,) if tree_labels else (),
+    )
+
+
+def _tree_labels(snapshot: HncSnapshot) -> str:
+    """Why the config needs HNC's tree label suffix ("" when it does not): namespaces carry
+    HNC's tree labels, or selectors name them (HNC's, or Accurate's once carried over, so
+    that planning again after an import asks for the same config)."""
+    labelled = sum(
+        any(key.endswith(TREE_LABEL_SUFFIX) for key in labels_of(ns)) for ns in snapshot.namespaces
+    )
+    selecting = sum(
+        any(
+            TREE_LABEL_SUFFIX in annotations_of(obj).get(key, "")
+            for key in (EXCEPTION_SELECT, ANNOTATION_PROPAGATE_SELECT)
+        )
+        for objects in snapshot.objects.values()
+        for obj in objects
+    )
+    if not labelled and not selecting:
+        return ""
+    found = f"HNC's tree labels (<ancestor>{TREE_LABEL_SUFFIX}) are on {labelled} namespaces"
+    if selecting:
+        found += f" and {selecting} objects' selectors name them"
+    return (
+        f"treeLabels: {found}. With suffix {HNC_TREE_SUFFIX} Accurate keeps them current on "
+        "the namespaces of its trees, so NetworkPolicies, namespaceSelectors and selectors "
+        "written for HNC keep matching; namespaces outside its trees keep the ones HNC last "
+        "wrote."
     )
 
 

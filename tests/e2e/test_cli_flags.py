@@ -89,9 +89,16 @@ def test_connection_flags_work_before_and_after_any_subcommand(
         ("list", root, "--server", config["server"]),
         ("ls", root, "-s", config["server"], "--request-timeout", "30s", "-n", "ignored"),
     ):
-        assert succeeded(run_plugin(*args, kubeconfig=kubeconfig)) == drawn, args
+        marked = run_plugin(*args, "--no-markers", kubeconfig=kubeconfig)
+        assert succeeded(marked) == drawn, args
     by_flag = run_plugin(
-        "sub", "list", root, "--kubeconfig", str(cluster.kubeconfig), kubeconfig=None
+        "sub",
+        "list",
+        root,
+        "--no-markers",
+        "--kubeconfig",
+        str(cluster.kubeconfig),
+        kubeconfig=None,
     )
     assert succeeded(by_flag) == drawn
 
@@ -113,7 +120,7 @@ def test_a_bad_request_timeout_is_an_error(cluster: Cluster) -> None:
 
 def test_kubectl_accurate_runs_directly_too(cluster: Cluster, tree: tuple[str, str]) -> None:
     root, sub = tree
-    direct = run_plugin("list", root, kubeconfig=cluster.kubeconfig, direct=True)
+    direct = run_plugin("list", root, "--no-markers", kubeconfig=cluster.kubeconfig, direct=True)
     assert succeeded(direct) == f"{root}\n└── {sub}\n"
 
 

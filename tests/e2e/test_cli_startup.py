@@ -94,7 +94,7 @@ def test_list_starts_without_the_kubernetes_package_and_what_only_other_commands
     root = world.root()
     result = world.run("list", root, PYTHONPROFILEIMPORTTIME="1")
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"{root}\n"
+    assert result.stdout == f"{root} [r]\n\n[r] root\n"
     modules = imported(result.stderr)
     assert {"kubectl_accurate.main", "libaccurate.kubeconfig"} <= modules  # the log is real
     forbidden = set(NOT_FOR_LIST)

@@ -50,6 +50,7 @@ RBAC = "rbac.authorization.k8s.io"
 CONFIG = {"watches": [{"group": RBAC, "version": "v1", "kind": "RoleBinding"}]}
 GRANT = "tenant-admin"
 NOTE = LIMITED_NOTE + "\n"
+LEGEND = "[r] root  [s] sub-namespace made by a SubNamespace"
 
 
 @dataclass
@@ -111,7 +112,10 @@ def tenant(
     # Listing the root's SubNamespaces needs the roles aggregated into admin, which a real
     # cluster's controller-manager does in its own time.
     drawn = f"{root}\n└── {child}\n"
-    scene.wait(lambda: tenant.run("list", root).stdout == drawn, "the tenant's rights to apply")
+    scene.wait(
+        lambda: tenant.run("list", root, "--no-markers").stdout == drawn,
+        "the tenant's rights to apply",
+    )
     return tenant
 
 
@@ -136,7 +140,7 @@ def test_a_tenant_creates_a_sub_namespace_and_sees_it_in_their_tree(tenant: Tena
     scene.settle(root, name)
     scene.wait(lambda: _copied(scene, name), "the tenant's RoleBinding copied to the new child")
     first, second = sorted((tenant.child, name))
-    drawn = f"{root}\n├── {first}\n└── {second}\n"
+    drawn = f"{root} [r]\n├── {first} [s]\n└── {second} [s]\n\n{LEGEND}\n"
     assert limited(tenant.run("list", root)) == drawn
     assert limited(tenant.run("sub", "list", "-n", root)) == drawn
     data = json.loads(limited(tenant.run("list", root, "-o", "json")))
@@ -191,7 +195,12 @@ def test_a_tenants_describe_and_list_from_the_current_namespace(tenant: Tenant) 
     assert ["RoleBinding", GRANT, root, PROPAGATE_UPDATE] in resource_rows(output)
     described = json.loads(limited(tenant.run("ns", "describe", root, "-o", "json")))
     assert (described["type"], described["children"]) == ("root", [child])
-    assert limited(tenant.run("list", "-n", child)) == f"{root}\n└── {child}\n"
+    # The tenant's view reads the SubNamespaces below the child only: the child's origin
+    # is not known, and the legend says so.
+    assert limited(tenant.run("list", "-n", child)) == (
+        f"{root} [r]\n└── {child} [s]\n\n[r] root  [s] sub-namespace (made or grafted: the "
+        "SubNamespaces could not all be read)\n"
+    )
 
 
 def test_a_tenants_template_list_shows_the_templates_above_them(tenant: Tenant) -> None:
@@ -299,7 +308,7 @@ def test_a_tenant_with_their_own_token_and_current_namespace(
     document["contexts"][0]["context"]["namespace"] = root
     kubeconfig.write_text(yaml.safe_dump(document))
     result = run_plugin("list", kubeconfig=kubeconfig)
-    assert limited(result) == f"{root}\n└── {child}\n"
+    assert limited(result) == f"{root} [r]\n└── {child} [s]\n\n{LEGEND}\n"
     name = tenant.scene.name("ok-own")
     created = run_plugin("sub", "create", name, root, kubeconfig=kubeconfig)
     assert succeeded(created).startswith(f"created SubNamespace {root}/{name}")

@@ -1,5 +1,6 @@
 """``kubectl accurate list``, ``sub list`` and ``template list`` (ACCEPTANCE H1, H7): trees as
-tree(1) draws them, JSON and YAML, colour only on a terminal, one request for the whole list."""
+tree(1) draws them, JSON and YAML, colour only on a terminal, one request for the whole list
+with ``--no-markers``. The markers ``list`` draws by default are tests/e2e/test_cli_markers.py's."""
 
 from __future__ import annotations
 
@@ -52,21 +53,23 @@ def expected_root_tree(n: dict[str, str]) -> str:
 
 def test_list_draws_every_root_tree_like_tree(cluster: Cluster, forest: dict[str, str]) -> None:
     world = World(cluster)
-    output = succeeded(world.run("list"))
+    output = succeeded(world.run("list", "--no-markers"))
     assert tree_of(output, forest["root"]) == expected_root_tree(forest)
     assert tree_of(output, forest["other"]) == f"{forest['other']}\n"
     assert forest["template"] not in output
     for alias in (("ls",), ("sub", "list")):
         # Only the test's own trees: earlier tests' namespaces may still be going away.
-        again = succeeded(world.run(*alias))
+        again = succeeded(world.run(*alias, "--no-markers"))
         for root in (forest["root"], forest["other"]):
             assert tree_of(again, root) == tree_of(output, root)
 
 
 def test_list_root_draws_only_that_tree(cluster: Cluster, forest: dict[str, str]) -> None:
     world = World(cluster)
-    assert succeeded(world.run("list", forest["root"])) == expected_root_tree(forest)
-    assert succeeded(world.run("sub", "list", forest["first"])) == (
+    assert succeeded(world.run("list", forest["root"], "--no-markers")) == expected_root_tree(
+        forest
+    )
+    assert succeeded(world.run("sub", "list", forest["first"], "--no-markers")) == (
         f"{forest['first']}\n└── {forest['grandchild']}\n"
     )
 
@@ -118,7 +121,7 @@ def test_list_with_an_unknown_output_format_is_a_usage_error(cluster: Cluster) -
 
 
 @pytest.mark.fault_injection
-def test_list_costs_one_request_whatever_the_number_of_namespaces(
+def test_list_without_markers_costs_one_request_whatever_the_number_of_namespaces(
     cluster: Cluster, apiserver: ApiServer
 ) -> None:
     world = World(cluster)
@@ -126,7 +129,7 @@ def test_list_costs_one_request_whatever_the_number_of_namespaces(
     for index in range(40):
         world.namespace(f"sub{index:02}", {LABEL_PARENT: root})
     apiserver.clear_requests()
-    output = succeeded(world.run("list", root))
+    output = succeeded(world.run("list", root, "--no-markers"))
     assert len(output.splitlines()) == 41
     assert [(r.method, r.path, r.verb) for r in apiserver.requests] == [
         ("GET", "/api/v1/namespaces", "list")
@@ -168,12 +171,13 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(
     cluster: Cluster, forest: dict[str, str]
 ) -> None:
     world = World(cluster)
-    coloured = run_on_terminal(world, "list", forest["root"])
+    coloured = run_on_terminal(world, "list", forest["root"], "--no-markers")
     assert ESCAPE in coloured
     assert forest["grandchild"] in coloured
-    plain = run_on_terminal(world, "list", forest["root"], NO_COLOR="1")
+    plain = run_on_terminal(world, "list", forest["root"], "--no-markers", NO_COLOR="1")
     assert plain.replace("\r\n", "\n") == expected_root_tree(forest)
     assert ESCAPE not in succeeded(world.run("list", forest["root"]))
+    assert ESCAPE in run_on_terminal(world, "list", forest["root"])
 
 
 def test_a_cycle_is_drawn_once_and_described(cluster: Cluster, apiserver: ApiServer) -> None:
@@ -184,7 +188,7 @@ def test_a_cycle_is_drawn_once_and_described(cluster: Cluster, apiserver: ApiSer
     for name, parent in ((first, second), (second, first)):
         body = {"metadata": {"name": name, "labels": {LABEL_PARENT: parent}}}
         world.kube.create("/api/v1/namespaces", body)
-    assert succeeded(world.run("list", first)) == (
+    assert succeeded(world.run("list", first, "--no-markers")) == (
         f"{first}\n└── {second}\n    └── {first} (cycle)\n"
     )
     drawn = json.loads(succeeded(world.run("list", first, "-o", "json")))

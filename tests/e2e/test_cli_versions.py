@@ -124,6 +124,7 @@ def test_the_plugin_speaks_the_version_the_cluster_serves(
     install_subnamespace_roles(world.cluster, world.kube)
     name = world.cluster.unique("dev")
     as_tenant = ("--as", user)
+    unmarked = ("--no-markers", *as_tenant)
     create = ("sub", "create", name, root, "--labels", "env=dev", *as_tenant)
     wait_for(lambda: world.run(*create, "--dry-run").returncode == 0, 30, "the tenant's rights")
     assert succeeded(world.run(*create)) == (
@@ -134,8 +135,8 @@ def test_the_plugin_speaks_the_version_the_cluster_serves(
     assert stored["spec"]["labels"] == {"env": "dev"}
     _made_by_the_controller(world, root, name)
     drawn = f"{root}\n└── {name}\n"
-    wait_for(lambda: world.run("list", root, *as_tenant).stdout == drawn, 30, "the copied grant")
-    listed = world.run("list", root, *as_tenant)
+    wait_for(lambda: world.run("list", root, *unmarked).stdout == drawn, 30, "the copied grant")
+    listed = world.run("list", root, *unmarked)
     assert (listed.returncode, listed.stdout, listed.stderr) == (0, drawn, LIMITED_NOTE + "\n")
     described = world.run("ns", "describe", root, *as_tenant)
     assert described.returncode == 0, described.stderr

@@ -45,7 +45,7 @@ def test_the_tour_shows_trees_propagation_and_removal() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert block_after(out, LISTS) == (
-        "team-a\n├── team-a-batch\n└── team-a-web\n    └── team-a-web-staging"
+        "team-a [r]\n├── team-a-batch [s]\n└── team-a-web [s]\n    └── team-a-web-staging [s]"
     )
     propagated = block_after(out, BINDINGS).splitlines()
     assert [line.split()[:2] for line in propagated] == [
@@ -59,7 +59,7 @@ def test_the_tour_shows_trees_propagation_and_removal() -> None:
     assert [line.split()[0] for line in moved] == ["NAME", "team-b-admin"]
     cut = out.index("$ kubectl accurate sub cut team-a-web\n")
     assert block_after(out, LISTS, cut) == (
-        "team-a\nteam-a-web\n└── team-a-web-staging\nteam-b\n└── team-a-batch"
+        "team-a [r]\nteam-a-web [r]\n└── team-a-web-staging [s]\nteam-b [r]\n└── team-a-batch [s]"
     )
     remaining = block_after(out, BINDINGS, cut).splitlines()
     assert [line.split()[:2] for line in remaining] == [

@@ -24,6 +24,8 @@ from accurate_testbed.waiting import wait_for
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_PROPAGATE,
+    ANNOTATION_PROPAGATE_NONE,
+    ANNOTATION_PROPAGATE_SELECT,
     ANNOTATION_SOURCE_HASH,
     LABEL_PARENT,
     LABEL_TYPE,
@@ -256,6 +258,71 @@ def test_import_hands_hncs_tree_and_copies_to_accurate_without_losing_one(
         "the copies to follow their changed sources",
     )
     assert import_hnc(cluster, "--apply").startswith("nothing to do")
+
+
+def test_hncs_exceptions_and_tree_labels_carry_over(
+    hnc_api: None, webhooks: Webhooks, controllers: Controllers, scene: Scene, cluster: Cluster
+) -> None:
+    tree = hnc_tree(scene)
+    not_tools = f"!{tree.tools}.tree.hnc.x-k8s.io/depth"
+    scene.apply(
+        _role(tree.team, "picky", annotations={"propagate.hnc.x-k8s.io/select": not_tools}),
+        _role(tree.dev, "picky", labels={INHERITED_FROM: tree.team}),
+        _role(tree.team, "private", annotations={"propagate.hnc.x-k8s.io/none": "True"}),
+        _role(tree.team, "unsure", annotations={"propagate.hnc.x-k8s.io/none": "maybe"}),
+    )
+
+    plan = import_hnc(cluster)
+    assert (
+        f"would annotate Role {tree.team}/picky: {ANNOTATION_PROPAGATE}=update, "
+        f"{ANNOTATION_PROPAGATE_SELECT}={not_tools}"
+    ) in plan
+    assert f"would annotate Role {tree.dev}/picky: {ANNOTATION_FROM}={tree.team}" in plan
+    assert (
+        f"would annotate Role {tree.team}/private: {ANNOTATION_PROPAGATE}=update, "
+        f"{ANNOTATION_PROPAGATE_NONE}=true"
+    ) in plan
+    assert f"Role {tree.team}/unsure: HNC reads propagate.hnc.x-k8s.io/none='maybe'" in plan
+    assert "  treeLabels:\n    suffix: tree.hnc.x-k8s.io\n" in plan
+    assert "# treeLabels: HNC's tree labels (<ancestor>.tree.hnc.x-k8s.io/depth)" in plan
+    config = yaml.safe_load(import_hnc(cluster, "-o", "yaml"))["config"]
+    assert config["treeLabels"] == {"suffix": "tree.hnc.x-k8s.io"}
+
+    import_hnc(cluster, "--apply")
+    unsure = scene.get(_role_path(tree.team, "unsure")) or {}
+    assert ANNOTATION_PROPAGATE not in unsure["metadata"].get("annotations", {})
+    controllers.start(config)
+    scene.settle(tree.team, tree.dev)
+    scene.wait(
+        lambda: _adopted(scene.get(_role_path(tree.dev, "picky"))), "HNC's copy to be taken over"
+    )
+    scene.wait(
+        lambda: all(_adopted(scene.get(_path("Role", name))) for name in tree.below),
+        "the controller to have passed over the whole tree",
+    )
+    assert scene.get(_role_path(tree.tools, "picky")) is None
+    assert all(scene.get(_role_path(name, "private")) is None for name in tree.below)
+    assert scene.labels(tree.tools)[f"{tree.dev}.tree.hnc.x-k8s.io/depth"] == "1"
+    assert import_hnc(cluster, "--apply").startswith("nothing to do")
+
+
+def _role(
+    namespace: str,
+    name: str,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    metadata = {"name": name, "namespace": namespace, "labels": labels or {}}
+    return {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "Role",
+        "metadata": {**metadata, "annotations": annotations or {}},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+    }
+
+
+def _role_path(namespace: str, name: str) -> str:
+    return resource_path(RBAC, "v1", "roles", namespace, name)
 
 
 def _sourced(kind: str, namespace: str, verbs: tuple[str, ...]) -> dict[str, Any]:

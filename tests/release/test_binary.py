@@ -114,7 +114,9 @@ def test_sub_create_and_list_through_kubectl(
         f"created SubNamespace {root}/{name}; the controller will create namespace {name}\n"
     )
     assert world.subnamespace(root, name) is not None
-    listed = kubectl_accurate(plugin_path, "list", root, kubeconfig=cluster.kubeconfig)
+    listed = kubectl_accurate(
+        plugin_path, "list", root, "--no-markers", kubeconfig=cluster.kubeconfig
+    )
     assert (listed.returncode, listed.stderr) == (0, "")
     assert listed.stdout == f"{root}\n└── {child}\n"
 

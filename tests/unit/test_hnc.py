@@ -5,6 +5,7 @@ planner and checks that it adopts HNC's copies in place: nothing deleted, nothin
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -16,6 +17,9 @@ from libaccurate.config import parse_config
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_PROPAGATE,
+    ANNOTATION_PROPAGATE_NONE,
+    ANNOTATION_PROPAGATE_SELECT,
+    ANNOTATION_PROPAGATE_TREE_SELECT,
     ANNOTATION_SOURCE_HASH,
     LABEL_PARENT,
     LABEL_TYPE,
@@ -75,6 +79,9 @@ class Hnc:
         self.hierarchies: list[Obj] = []
         self.anchors: list[Obj] = []
         self.quotas: list[Obj] = []
+        # For the property test: each source's exceptions as the lineages HNC copies it into.
+        self.admits: dict[str, Callable[[list[str]], bool]] = {}
+        self.lineages: dict[str, list[str]] = {}
 
     def namespace(
         self,
@@ -214,40 +221,117 @@ def test_an_import_applied_plans_nothing_more() -> None:
     assert again.config == team().plan().config
 
 
-def test_selective_exceptions_are_not_carried_over_and_their_copies_left_alone() -> None:
+def test_hnc_exceptions_become_accurates_on_the_opted_in_source() -> None:
     hnc = team()
-    hnc.role("team", "picky", **{EXCEPTION_TREE_SELECT: "dev"})
+    hnc.role("team", "picky", **{EXCEPTION_TREE_SELECT: "dev, !dev-tools"})
     hnc.role("dev", "picky", origin="team")
     hnc.role("team", "chosen", **{EXCEPTION_SELECT: "env=dev"})
-    plan = hnc.plan()
-
-    assert "team/picky" not in marks(plan)
-    assert "dev/picky" not in marks(plan)
-    assert "team/chosen" not in marks(plan)
-    assert "per-object propagation exceptions" in reasons(plan)["Role team/picky"]
-    assert "1 copies stay as they are" in reasons(plan)["Role team/picky"]
-
-
-def test_an_object_hnc_was_told_not_to_copy_is_not_opted_in_and_reported() -> None:
-    hnc = team()
     hnc.role("team", "private", **{EXCEPTION_NONE: "true"})
     plan = hnc.plan()
 
-    assert "team/private" not in marks(plan)
-    assert EXCEPTION_NONE in reasons(plan)["Role team/private"]
+    assert marks(plan)["team/picky"] == {
+        ANNOTATION_PROPAGATE: "update",
+        ANNOTATION_PROPAGATE_TREE_SELECT: "dev, !dev-tools",
+    }
+    assert marks(plan)["dev/picky"] == {ANNOTATION_FROM: "team"}
+    # HNC copies these nowhere yet (no namespace has env=dev; none): their exceptions say why.
+    assert marks(plan)["team/chosen"] == {
+        ANNOTATION_PROPAGATE: "update",
+        ANNOTATION_PROPAGATE_SELECT: "env=dev",
+    }
+    assert marks(plan)["team/private"] == {
+        ANNOTATION_PROPAGATE: "update",
+        ANNOTATION_PROPAGATE_NONE: "true",
+    }
+    assert not any(what.startswith("Role team/") for what in reasons(plan))
 
 
-def test_allow_propagate_kinds_carry_over_only_objects_opted_in_with_all() -> None:
+def test_none_is_read_as_go_reads_a_boolean() -> None:
+    hnc = team()
+    hnc.role("team", "upper", **{EXCEPTION_NONE: "TRUE"})
+    hnc.role("team", "off", **{EXCEPTION_NONE: "0"})
+    hnc.role("dev", "off", origin="team")
+    plan = hnc.plan()
+
+    assert marks(plan)["team/upper"][ANNOTATION_PROPAGATE_NONE] == "true"
+    assert marks(plan)["team/off"] == {ANNOTATION_PROPAGATE: "update"}
+
+
+def test_exceptions_that_cannot_be_translated_are_reported_and_nothing_written() -> None:
+    hnc = team()
+    hnc.role("team", "unsure", **{EXCEPTION_NONE: "yes"})
+    hnc.role("team", "two-trees", **{EXCEPTION_TREE_SELECT: "dev, dev-tools"})
+    hnc.role("team", "typo", **{EXCEPTION_SELECT: "env in (dev"})
+    hnc.role("dev", "typo", origin="team")
+    hnc.role(
+        "team",
+        "clash",
+        **{EXCEPTION_SELECT: "env=dev", ANNOTATION_PROPAGATE_SELECT: "env=prod"},
+    )
+    plan = hnc.plan()
+    found = reasons(plan)
+
+    assert not {"team/unsure", "team/two-trees", "team/typo", "dev/typo", "team/clash"} & set(
+        marks(plan)
+    )
+    assert "'yes'" in found["Role team/unsure"] and "not a boolean" in found["Role team/unsure"]
+    assert "more than one namespace without '!'" in found["Role team/two-trees"]
+    assert "cannot be translated" in found["Role team/typo"]
+    assert "'(' is never closed" in found["Role team/typo"]
+    assert "1 copies stay as they are" in found["Role team/typo"]
+    assert "which differ; left as it is" in found["Role team/clash"]
+
+
+def test_an_import_with_exceptions_applied_plans_nothing_more() -> None:
+    hnc = team()
+    hnc.role("team", "picky", **{EXCEPTION_TREE_SELECT: "dev"})
+    hnc.role("dev", "picky", origin="team")
+    hnc.apply(hnc.plan())
+
+    assert hnc.plan().empty
+
+
+def test_allow_propagate_kinds_carry_over_only_objects_that_say_where() -> None:
     hnc = team()
     hnc.role("team", "shared", **{EXCEPTION_ALL: "true"})
     hnc.role("dev", "shared", origin="team")
+    hnc.role("team", "dev-only", **{EXCEPTION_TREE_SELECT: "dev"})
+    hnc.role("dev", "dev-only", origin="team")
     hnc.role("team", "kept-home")
     plan = hnc.plan(Kinds((PropagatedKind(ROLE, "roles", "AllowPropagate"),), ()))
 
     assert marks(plan)["team/shared"] == {ANNOTATION_PROPAGATE: "update"}
     assert marks(plan)["dev/shared"] == {ANNOTATION_FROM: "team"}
+    assert marks(plan)["team/dev-only"][ANNOTATION_PROPAGATE_TREE_SELECT] == "dev"
     assert "team/kept-home" not in marks(plan)
     assert "Role team/kept-home" not in reasons(plan)
+
+
+def test_hnc_tree_labels_turn_on_tree_labels_with_hncs_suffix() -> None:
+    hnc = team()
+    hnc.world.namespaces["dev"]["metadata"]["labels"]["team.tree.hnc.x-k8s.io/depth"] = "1"
+    plan = hnc.plan()
+
+    assert plan.config_document()["treeLabels"] == {"suffix": "tree.hnc.x-k8s.io"}
+    assert plan.config_notes[0].startswith("treeLabels: HNC's tree labels")
+    assert "on 1 namespaces" in plan.config_notes[0]
+    assert "NetworkPolicies" in plan.config_notes[0]
+    assert not any("tree labels" in what for what in reasons(plan))
+    assert "treeLabels" not in team().plan().config_document()
+
+
+def test_a_selector_on_hncs_tree_labels_keeps_them_on_after_the_import() -> None:
+    hnc = team()
+    hnc.role("team", "picky", **{EXCEPTION_SELECT: "!dev-tools.tree.hnc.x-k8s.io/depth"})
+    hnc.role("dev", "picky", origin="team")
+    plan = hnc.plan()
+    assert plan.config.tree_label_suffix == "tree.hnc.x-k8s.io"
+    assert "1 objects' selectors name them" in plan.config_notes[0]
+
+    hnc.apply(plan)
+    again = hnc.plan()
+    assert again.empty
+    assert again.config == plan.config
 
 
 def test_a_source_hnc_made_no_copies_of_is_not_opted_in() -> None:
@@ -341,16 +425,11 @@ def test_an_anchor_being_deleted_keeps_its_namespace_out() -> None:
 
 def test_what_accurate_has_no_equivalent_for_is_reported() -> None:
     hnc = team()
-    hnc.world.namespaces["dev"]["metadata"]["labels"]["team.tree.hnc.x-k8s.io/depth"] = "1"
     hnc.hierarchy("team", None, allowCascadingDeletion=True)
     hnc.quotas.append({"metadata": {"name": "cpu", "namespace": "team"}})
     found = reasons(hnc.plan())
 
-    assert (
-        "does not write tree labels"
-        in found["tree labels (<ancestor>.tree.hnc.x-k8s.io/depth) on 1 namespaces"]
-    )
-    assert "cluster-wide" in found["allowCascadingDeletion on namespace team"]
+    assert "allow-cascading-deletion" in found["allowCascadingDeletion on namespace team"]
     assert "no quota across a subtree" in found["HierarchicalResourceQuota team/cpu"]
 
 
@@ -400,10 +479,22 @@ def test_hnc_counts_as_running_while_its_webhooks_or_pods_are_there() -> None:
 NAMES = ("n0", "n1", "n2", "n3", "n4", "n5")
 
 
+# HNC's exceptions, and the namespaces (by their lineage: themselves and their ancestors) where
+# HNC copies a source that carries them.
+EXCEPTION_CASES: tuple[tuple[dict[str, str], Any], ...] = (
+    ({}, lambda lineage: True),
+    ({EXCEPTION_NONE: "true"}, lambda lineage: False),
+    ({EXCEPTION_TREE_SELECT: "n1"}, lambda lineage: "n1" in lineage),
+    ({EXCEPTION_TREE_SELECT: "!n1, !n3"}, lambda lineage: not {"n1", "n3"} & set(lineage)),
+    ({EXCEPTION_SELECT: "!n2.tree.hnc.x-k8s.io/depth"}, lambda lineage: "n2" not in lineage),
+)
+
+
 @st.composite
 def hnc_clusters(draw: st.DrawFn) -> Hnc:
-    """HNC forests (subnamespaces and full namespaces), Roles copied down from every namespace
-    with descendants, some copies missing, some exceptions, some stale copies."""
+    """HNC forests (subnamespaces and full namespaces) with HNC's tree labels, Roles copied
+    down from every namespace with descendants where their exceptions let HNC copy them, some
+    copies missing, some stale copies."""
     hnc = Hnc()
     count = draw(st.integers(2, len(NAMES)))
     parents: dict[str, str] = {}
@@ -418,12 +509,16 @@ def hnc_clusters(draw: st.DrawFn) -> Hnc:
         if parent:
             parents[name] = parent
     for name in NAMES[:count]:
-        exception = draw(
-            st.sampled_from([{}, {}, {EXCEPTION_NONE: "true"}, {EXCEPTION_TREE_SELECT: "n1"}])
-        )
+        lineage = hnc.lineages[name] = [name, *_ancestors(parents, name)]
+        labels = hnc.world.namespaces[name]["metadata"].setdefault("labels", {})
+        for depth, ancestor in enumerate(lineage):
+            labels[f"{ancestor}.tree.hnc.x-k8s.io/depth"] = str(depth)
+    for name in NAMES[:count]:
+        exception, admits = draw(st.sampled_from(EXCEPTION_CASES))
         hnc.role(name, f"from-{name}", **exception)
+        hnc.admits[f"from-{name}"] = admits
         for below in _descendants(parents, name):
-            if not exception.get(EXCEPTION_NONE) and draw(st.integers(0, 4)):
+            if admits(hnc.lineages[below]) and draw(st.integers(0, 4)):
                 hnc.role(below, f"from-{name}", origin=name)
     if draw(st.booleans()):
         hnc.role(NAMES[count - 1], "stale", origin=NAMES[0])
@@ -462,6 +557,7 @@ def test_accurate_adopts_the_imported_copies_in_place_and_the_import_is_idempote
             if isinstance(action, CreateObject):
                 meta = action.object["metadata"]
                 assert (ROLE, meta["namespace"], meta["name"]) not in before, action
+                assert hnc.admits[meta["name"]](hnc.lineages[meta["namespace"]]), action
         hnc.world.apply(passed)
     assert not hnc.world.failures
 
