@@ -225,11 +225,10 @@ def _api(ctx: click.Context) -> SubNamespaceApi:
     return SubNamespaceApi(connect(ctx), cache_dir(ctx))
 
 
-def _view(ctx: click.Context, names: list[str | None], below: bool) -> Namespaces:
+def _view(api: SubNamespaceApi, names: list[str | None], below: bool) -> Namespaces:
     """The namespaces a reading command shows; a partial view says so on stderr."""
     from kubectl_accurate.reads import LIMITED_NOTE, read_namespaces
 
-    api = _api(ctx)
     namespaces = read_namespaces(api.kube, api, names, below)
     if not namespaces.complete:
         click.echo(LIMITED_NOTE, err=True)
@@ -306,13 +305,14 @@ def list_trees(
     namespace, as far as you may read it.
     """
     marking: Marking | None = None
+    api = _api(ctx)
     if output is None if markers is None else markers:
         from kubectl_accurate.markers import Marking, read_with_origins
 
-        namespaces, origins = read_with_origins(_api(ctx), lambda: _view(ctx, [top], below=True))
+        namespaces, origins = read_with_origins(api, lambda: _view(api, [top], below=True))
         marking = Marking(namespaces.forest, origins)
     else:
-        namespaces = _view(ctx, [top], below=True)
+        namespaces = _view(api, [top], below=True)
     tops = _tops(namespaces.forest.roots(), top, namespaces, "roots")
     _show_trees(tops, namespaces.forest.children, "children", output, marking)
 
@@ -331,7 +331,7 @@ def list_templates(ctx: click.Context, top: str | None, output: str | None) -> N
     cannot be found: only the templates you may read from TEMPLATE (else the current
     namespace) up are shown.
     """
-    namespaces = _view(ctx, [top], below=False)
+    namespaces = _view(_api(ctx), [top], below=False)
     forest = namespaces.forest
     tops = _tops(forest.templates(), top, namespaces, "templates")
     _show_trees(tops, forest.instances, "instances", output)
@@ -385,10 +385,10 @@ def describe_namespace(
     from kubectl_accurate import describe
     from kubectl_accurate.watched import find_watched
 
-    namespaces = _view(ctx, [name], below=True)
+    api = _api(ctx)
+    namespaces = _view(api, [name], below=True)
     if namespaces.get(name) is None:
         raise CliError(namespaces.missing(name))
-    api = _api(ctx)
     watched = find_watched(api.kube, accurate_namespace)
     found = describe.describe(api.kube, namespaces, name, watched, api)
     printer = Printer()
