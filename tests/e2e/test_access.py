@@ -17,7 +17,7 @@ from accurate_testbed.kubectl import kubectl as run_kubectl
 from accurate_testbed.manifests import MANIFESTS, render
 from controller.sudoers import TURN_ON
 from libaccurate.access import sudo_group, sudoer_name
-from libaccurate.constants import ANNOTATION_FROM
+from libaccurate.constants import ANNOTATION_FROM, LABEL_PARENT
 from libaccurate.kube import resource_path
 from tests.e2e import test_controller_propagation as propagation
 from tests.e2e.cli import failed, run_plugin, succeeded
@@ -386,3 +386,29 @@ def test_without_the_keepers_rights_sudo_waits_and_the_log_says_once_what_to_ins
         CONVERGE,
     )
     assert cluster_object(scene, "clusterrolebindings", sudoer_name(bob.name)) is not None
+
+
+def test_a_manager_is_told_that_moves_need_a_cluster_administrator(
+    tree: tuple[str, str, str], scene: Scene, people: Any
+) -> None:
+    """accurate:manage cannot change namespaces (their labels carry Pod Security levels), so
+    moving or cutting a sub-namespace is refused before anything is written, saying why."""
+    root, child, grandchild = tree
+    carol = people("carol")
+    succeeded(admin(scene, "access", "grant", root, "manage", carol.name))
+    scene.wait(
+        lambda: carol.kubectl("get", "namespace", grandchild).returncode == 0,
+        "carol's manage grant to reach the grandchild",
+        CONVERGE,
+    )
+    for args in (("move", grandchild, root), ("cut", grandchild)):
+        refused = failed(carol.plugin("sub", *args))
+        assert refused.startswith(
+            f"error: only a cluster administrator may change the labels of namespace {grandchild}"
+        ), refused
+        assert "Pod Security levels" in refused
+        assert "see docs/tenant-access.md" in refused
+        assert f'User "{carol.name}" cannot patch resource "namespaces"' in refused
+    assert scene.labels(grandchild)[LABEL_PARENT] == child
+    assert scene.sub(child, grandchild) is not None
+    assert scene.sub(root, grandchild) is None
