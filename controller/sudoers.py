@@ -26,6 +26,7 @@ from libaccurate.access import (
     ANNOTATION_SUDOER,
     LABEL_SUDOER,
     RBAC_GROUP,
+    TURN_SUDO_ON,
     sudoer_objects,
     sudoers,
 )
@@ -46,8 +47,7 @@ PERMISSIONS = (
 )
 TURN_ON = (
     "sudo grants are not carried out: the controller may not keep the sudoers' cluster-wide "
-    "RBAC. To turn sudo on, apply controller/config/sudo (kustomize) or set the Helm chart's "
-    "tenantAccess.sudo=true (see docs/tenant-access.md)"
+    f"RBAC. To turn sudo on, {TURN_SUDO_ON}"
 )
 
 log = logging.getLogger(__name__)

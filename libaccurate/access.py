@@ -47,6 +47,12 @@ SUDO_GROUP_BINDING = f"{BINDING_PREFIX}sudo-group"
 # and whom each is for (annotation: a user name may be too long or odd for a label value).
 LABEL_SUDOER = f"{GROUP}/sudoer"
 ANNOTATION_SUDOER = f"{GROUP}/sudoer"
+# What a cluster administrator does to turn the sudo keeper on; the controller's log, the
+# plugin and docs/tenant-access.md say it in these words.
+TURN_SUDO_ON = (
+    "apply controller/config/sudo (kustomize) or set the Helm chart's tenantAccess.sudo=true "
+    "(see docs/tenant-access.md)"
+)
 _BUILTIN_ROLES = {"view": "view", "edit": "edit", "admin": "admin", "manage": MANAGE_ROLE}
 _NAME_LIMIT = 253
 

@@ -16,7 +16,7 @@ from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.kubectl import kubectl as run_kubectl
 from accurate_testbed.manifests import MANIFESTS, render
 from controller.sudoers import TURN_ON
-from libaccurate.access import sudo_group, sudoer_name
+from libaccurate.access import TURN_SUDO_ON, sudo_group, sudoer_name
 from libaccurate.constants import ANNOTATION_FROM, LABEL_PARENT
 from libaccurate.kube import resource_path
 from tests.e2e import test_controller_propagation as propagation
@@ -352,7 +352,7 @@ def test_without_the_keepers_rights_sudo_waits_and_the_log_says_once_what_to_ins
     as_robot = apiserver.write_kubeconfig(tmp_path / robot, user=robot)
     running = controllers.start(CONFIG, "--kubeconfig", str(as_robot))
     root, _, grandchild = propagation.tree(scene)
-    alice, bob = people("alice"), people("bob")
+    alice, bob, carol = people("alice"), people("bob"), people("carol")
 
     def told() -> list[dict[str, Any]]:
         return [r for r in running.records() if r["msg"] == TURN_ON]
@@ -367,16 +367,34 @@ def test_without_the_keepers_rights_sudo_waits_and_the_log_says_once_what_to_ins
     assert record["level"] == "error"
     assert record["roots"] == [root]
     assert "escalate clusterroles.rbac.authorization.k8s.io" in record["lacking"]
-    # Named in the grant, but no rights to impersonate the sudo group: the plugin cannot tell.
-    refused = alice.plugin("sudo", "-n", grandchild, "--", "get", "secrets")
-    assert failed(refused) == (
-        f"error: you ({alice.name}) are not a sudoer of the tree {grandchild} is in\n"
-    )
+    # Named in the grant, but no rights to impersonate the sudo group: she is told so, and
+    # what an administrator must do, rather than that she is no sudoer.
+    refused = failed(alice.plugin("sudo", "-n", grandchild, "--", "get", "secrets"))
+    assert refused.startswith(
+        f"error: you ({alice.name}) are granted sudo in the tree of {root} (the sudo grant in "
+        f"{grandchild} names you), but you may not impersonate its group {sudo_group(root)} yet"
+    ), refused
+    assert "sudo is off in this cluster" in refused
+    assert TURN_SUDO_ON in refused
+    assert "has not caught up" in refused
 
     # Later passes try again without saying it again.
-    succeeded(admin(scene, "access", "grant", root, "sudo", bob.name))
-    scene.wait(lambda: copy_names(alice.name, bob.name), "the changed grant's copy", CONVERGE)
+    succeeded(admin(scene, "access", "grant", root, "sudo", bob.name, carol.name))
+    scene.wait(
+        lambda: copy_names(alice.name, bob.name, carol.name), "the changed grant's copy", CONVERGE
+    )
     assert len(told()) == 1
+    # Carol may also read the tree, so the plugin finds its root as herself: the same answer.
+    succeeded(admin(scene, "access", "grant", root, "view", carol.name))
+    scene.wait(
+        lambda: carol.kubectl("get", "namespace", grandchild).returncode == 0,
+        "carol's view grant to reach the grandchild",
+        CONVERGE,
+    )
+    assert failed(carol.plugin("sudo", "-n", grandchild, "--", "get", "pods")).startswith(
+        f"error: you ({carol.name}) are granted sudo in the tree of {root} (the sudo grant in "
+        f"{grandchild} names you), but you may not impersonate"
+    )
     assert cluster_object(scene, "clusterroles", sudoer_name(alice.name)) is None
 
     scene.apply(*_as_installed("sudo", robot))
