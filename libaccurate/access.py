@@ -47,6 +47,12 @@ SUDO_GROUP_BINDING = f"{BINDING_PREFIX}sudo-group"
 # and whom each is for (annotation: a user name may be too long or odd for a label value).
 LABEL_SUDOER = f"{GROUP}/sudoer"
 ANNOTATION_SUDOER = f"{GROUP}/sudoer"
+# What the controller's sudo keeper does (group, resource, verbs): all that controller/config/sudo
+# grants. Without them a sudo grant gives nobody anything.
+KEEPER_RIGHTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (RBAC_GROUP, "clusterroles", ("list", "create", "update", "delete", "escalate", "bind")),
+    (RBAC_GROUP, "clusterrolebindings", ("list", "create", "update", "delete")),
+)
 # What a cluster administrator does to turn the sudo keeper on; the controller's log, the
 # plugin and docs/tenant-access.md say it in these words.
 TURN_SUDO_ON = (
@@ -367,7 +373,7 @@ class Probe:
             "group": self.group,
             "resource": self.resource,
         }
-        return _review(user, groups, attributes)
+        return subject_access_review(user, groups, attributes)
 
 
 # Chosen so that each level shows: view reads, edit changes workloads, admin and manage change
@@ -389,10 +395,11 @@ def sudo_review(user: str, groups: Sequence[str], root: str) -> Obj:
         "resource": "groups",
         "name": sudo_group(root),
     }
-    return _review(user, groups, attributes)
+    return subject_access_review(user, groups, attributes)
 
 
-def _review(user: str, groups: Sequence[str], attributes: Obj) -> Obj:
+def subject_access_review(user: str, groups: Sequence[str], attributes: Obj) -> Obj:
+    """Whether ``user``, in ``groups``, may do what ``attributes`` say: a SubjectAccessReview."""
     return {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",

@@ -378,8 +378,18 @@ def test_without_the_keepers_rights_sudo_waits_and_the_log_says_once_what_to_ins
     assert TURN_SUDO_ON in refused
     assert "has not caught up" in refused
 
-    # Later passes try again without saying it again.
-    succeeded(admin(scene, "access", "grant", root, "sudo", bob.name, carol.name))
+    # Later passes try again without saying it again. Granting more, the administrator is
+    # warned: Alice, granted before, still may not impersonate the sudo group.
+    more = admin(scene, "access", "grant", root, "sudo", bob.name, carol.name)
+    assert more.returncode == 0, more.stderr
+    assert more.stdout == f"granted sudo in {root} and below to {bob.name}, {carol.name}\n"
+    assert more.stderr == (
+        "warning: sudo looks off in this cluster, or the controller has not caught up: "
+        f"{alice.name}, named in {root}'s sudo grant before, may still not impersonate group "
+        f"{sudo_group(root)}. This grant gives nobody anything until the controller's sudo "
+        "keeper has made their cluster-wide rights; if that does not happen, a cluster "
+        f"administrator must turn sudo on ({TURN_SUDO_ON}).\n"
+    )
     scene.wait(
         lambda: copy_names(alice.name, bob.name, carol.name), "the changed grant's copy", CONVERGE
     )
@@ -430,3 +440,64 @@ def test_a_manager_is_told_that_moves_need_a_cluster_administrator(
     assert scene.labels(grandchild)[LABEL_PARENT] == child
     assert scene.sub(child, grandchild) is not None
     assert scene.sub(root, grandchild) is None
+
+
+def test_granting_sudo_warns_when_the_controllers_account_lacks_the_keepers_rights(
+    tree: tuple[str, str, str], scene: Scene, people: Any
+) -> None:
+    """The administrator granting sudo is told when the controller's ServiceAccount (named
+    by its Deployment in --accurate-namespace) may not keep the sudoers' RBAC; the grant is
+    still written."""
+    root = tree[0]
+    alice, bob = people("alice"), people("bob")
+    _forget_sudo_role(scene, root)
+    home = scene.namespace("accurate")
+    account = "accurate-controller-manager"
+    scene.apply(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "accurate-controller-manager", "namespace": home},
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": "accurate"}},
+                "template": {
+                    "metadata": {"labels": {"app": "accurate"}},
+                    "spec": {
+                        "serviceAccountName": account,
+                        "containers": [{"name": "manager", "image": "accurate:test"}],
+                    },
+                },
+            },
+        }
+    )
+
+    def grant(person: Person) -> subprocess.CompletedProcess[str]:
+        return admin(
+            scene, "access", "grant", root, "sudo", person.name, "--accurate-namespace", home
+        )
+
+    warned = grant(alice)
+    assert warned.returncode == 0, warned.stderr
+    assert warned.stdout == f"granted sudo in {root} and below to {alice.name}\n"
+    assert warned.stderr == (
+        f"warning: sudo looks off in this cluster: the controller's ServiceAccount "
+        f"{home}/{account} may not list, create, update, delete, escalate, bind "
+        "clusterroles.rbac.authorization.k8s.io; list, create, update, delete "
+        "clusterrolebindings.rbac.authorization.k8s.io. Until a cluster administrator turns "
+        f"sudo on ({TURN_SUDO_ON}), this grant gives nobody anything.\n"
+    )
+    assert rolebinding(scene, root, "accurate-access-sudo") is not None
+
+    keeper = [scene.cluster.owned(o) for o in _as_installed("sudo", account)]
+    name = scene.name("sudoer-keeper")
+    for obj in keeper:
+        obj["metadata"] = {**obj["metadata"], "name": name}
+        if obj["kind"] == "ClusterRoleBinding":
+            obj["roleRef"] = {**obj["roleRef"], "name": name}
+            obj["subjects"] = [{"kind": "ServiceAccount", "name": account, "namespace": home}]
+    scene.apply(*keeper)
+    scene.cluster.on_cleanup(
+        lambda: scene.kubectl("delete", "clusterrole,clusterrolebinding", name)
+    )
+    assert succeeded(grant(bob)) == f"granted sudo in {root} and below to {bob.name}\n"
