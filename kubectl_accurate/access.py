@@ -321,7 +321,9 @@ def check(
     output: str | None,
 ) -> None:
     """What USER may do in each namespace of the tree under ROOT, and why, as RBAC answers it
-    (SubjectAccessReview): reading, Secrets, workloads, sub-namespaces, grants, and sudo."""
+    (LocalSubjectAccessReviews, which the tree's admins and managers may create too): reading,
+    Secrets, workloads, sub-namespaces, grants; and sudo, which only cluster administrators
+    may ask about (a cluster-wide SubjectAccessReview)."""
     kube = connect(ctx)
     require_root(kube, root_name)
     rows = [
@@ -329,11 +331,14 @@ def check(
         for name in tree(ctx, kube, root_name)
         for probe in model.PROBES
     ]
-    rows.append(["*", "sudo", *_answer(kube, model.sudo_review(person, groups, root_name))])
+    rows.append(["*", "sudo", *_sudo_answer(kube, model.sudo_review(person, groups, root_name))])
     printer = Printer()
     if output:
         keys = ("namespace", "capability", "allowed", "why")
-        data = [dict(zip(keys, (*row[:2], row[2] == "yes", row[3]), strict=True)) for row in rows]
+        answers = {"yes": True, "no": False}
+        data = [
+            dict(zip(keys, (*row[:2], answers.get(row[2]), row[3]), strict=True)) for row in rows
+        ]
         printer.data(data, output)
     else:
         printer.table(["NAMESPACE", "CAPABILITY", "ALLOWED", "WHY"], rows)
@@ -342,3 +347,13 @@ def check(
 def _answer(kube: Kube, review: Obj) -> list[str]:
     status = judged(kube, review)
     return ["yes" if status.get("allowed") else "no", str(status.get("reason") or "")]
+
+
+def _sudo_answer(kube: Kube, review: Obj) -> list[str]:
+    """Sudo is a cluster-wide right: a caller who may not ask is told so, not "no"."""
+    try:
+        return _answer(kube, review)
+    except ApiError as error:
+        if error.code != 403:
+            raise
+        return ["unknown", "only cluster administrators may ask (SubjectAccessReview)"]

@@ -23,7 +23,10 @@ def allowed(kube: Kube, attributes: Obj) -> bool:
 
 
 def judged(kube: Kube, review: Obj) -> Obj:
-    """The status of a SubjectAccessReview (``allowed``, ``reason``); creating one needs a
-    right that cluster administrators hold, and tenants usually do not."""
-    path = resource_path("authorization.k8s.io", "v1", "subjectaccessreviews")
+    """The status (``allowed``, ``reason``) of a SubjectAccessReview, which cluster
+    administrators may create, or of a LocalSubjectAccessReview, which a namespace's admins
+    may create there too."""
+    namespace = (review.get("metadata") or {}).get("namespace")
+    plural = "localsubjectaccessreviews" if namespace else "subjectaccessreviews"
+    path = resource_path("authorization.k8s.io", "v1", plural, namespace)
     return dict(kube.create(path, review).get("status") or {})

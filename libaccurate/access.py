@@ -373,11 +373,12 @@ class Probe:
             "group": self.group,
             "resource": self.resource,
         }
-        return subject_access_review(user, groups, attributes)
+        return subject_access_review(user, groups, attributes, namespace)
 
 
-# Chosen so that each level shows: view reads, edit changes workloads, admin and manage change
-# grants, and only admin (or edit) reads Secrets.
+# Asked in each namespace of the tree (LocalSubjectAccessReview). Chosen so that each level
+# shows: view reads, edit changes workloads, admin and manage change grants, and only admin (or
+# edit) reads Secrets.
 PROBES = (
     Probe("read pods", "list", "", "pods"),
     Probe("read secrets", "get", "", "secrets"),
@@ -398,10 +399,18 @@ def sudo_review(user: str, groups: Sequence[str], root: str) -> Obj:
     return subject_access_review(user, groups, attributes)
 
 
-def subject_access_review(user: str, groups: Sequence[str], attributes: Obj) -> Obj:
-    """Whether ``user``, in ``groups``, may do what ``attributes`` say: a SubjectAccessReview."""
-    return {
+def subject_access_review(
+    user: str, groups: Sequence[str], attributes: Obj, namespace: str | None = None
+) -> Obj:
+    """Whether ``user``, in ``groups``, may do what ``attributes`` say. Asked about one
+    namespace, it is a LocalSubjectAccessReview, which the namespace's admins (the built-in
+    ``admin``, ``accurate:manage``) may create; the cluster-wide SubjectAccessReview is for
+    cluster administrators."""
+    review: Obj = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",
         "spec": {"user": user, "groups": list(groups), "resourceAttributes": attributes},
     }
+    if namespace is None:
+        return review
+    return {**review, "kind": "LocalSubjectAccessReview", "metadata": {"namespace": namespace}}

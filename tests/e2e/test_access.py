@@ -211,6 +211,44 @@ def test_a_manager_cannot_grant_more_than_manage(
     assert {s["name"] for s in binding["subjects"]} == {carol.name, dave.name}
 
 
+def test_a_manager_audits_the_tree_but_cannot_ask_about_sudo(
+    tree: tuple[str, str, str], scene: Scene, people: Any
+) -> None:
+    """access check asks RBAC in each namespace (LocalSubjectAccessReview), which a manager
+    may; whether someone may sudo is a cluster-wide question, for cluster administrators."""
+    root, _, grandchild = tree
+    carol, erin = people("carol"), people("erin")
+    succeeded(admin(scene, "access", "grant", root, "manage", carol.name))
+    succeeded(admin(scene, "access", "grant", root, "view", erin.name))
+    scene.wait(
+        lambda: carol.kubectl("get", "namespace", grandchild).returncode == 0,
+        "carol's manage grant to reach the grandchild",
+        CONVERGE,
+    )
+
+    def answers() -> dict[tuple[str, str], Any]:
+        found = succeeded(carol.plugin("access", "check", root, erin.name, "-o", "json"))
+        return {(a["namespace"], a["capability"]): a for a in yaml.safe_load(found)}
+
+    by_key = scene.wait(
+        lambda: (found := answers())[root, "read pods"]["allowed"] and found,
+        "erin's view grant to show in the check",
+        CONVERGE,
+    )
+    assert {ns for ns, _ in by_key} == {*tree, "*"}
+    assert by_key[root, "read pods"]["allowed"] is True
+    assert "accurate-access-view" in by_key[root, "read pods"]["why"]
+    assert by_key[root, "read secrets"]["allowed"] is False
+    assert by_key["*", "sudo"] == {
+        "namespace": "*",
+        "capability": "sudo",
+        "allowed": None,
+        "why": "only cluster administrators may ask (SubjectAccessReview)",
+    }
+    table = succeeded(carol.plugin("access", "check", root, erin.name))
+    assert "unknown" in table.splitlines()[-1]
+
+
 def test_grants_are_previewed_listed_and_checked(tree: tuple[str, str, str], scene: Scene) -> None:
     """Through the admin's kubeconfig only, so that it runs on a real cluster too."""
     root, child, grandchild = tree
