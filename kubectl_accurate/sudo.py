@@ -37,6 +37,7 @@ _NOTE = (
     epilog=epilog(
         "sudo -n team-a-dev -- get secrets",
         "--context prod sudo -n team-a -- delete pod stuck-0",
+        "sudo -n team-a -- accurate access grant team-a sudo carol",
         note=_NOTE,
     ),
 )
@@ -53,7 +54,8 @@ def sudo(ctx: click.Context, namespace: str | None, args: tuple[str, ...]) -> No
     """Run kubectl as admin of the tree NS is in, with your sudo grant there.
 
     Runs "kubectl --as=<you> --as-group=accurate:sudo:<root>" with KUBECTL_ARGS, and exits
-    with kubectl's exit code. Refused when you are not a sudoer of that tree.
+    with kubectl's exit code. Refused when you are not a sudoer of that tree. KUBECTL_ARGS may
+    start with "accurate" to run this plugin as the tree's admin, e.g. to grant sudo.
     """
     options = connection_options(ctx)
     if options.impersonate or options.impersonate_groups:
@@ -66,13 +68,16 @@ def sudo(ctx: click.Context, namespace: str | None, args: tuple[str, ...]) -> No
     click.echo(
         f'sudo: as user "{me}" with group "{group}" ({target} is in tree {tree_root})', err=True
     )
+    # kubectl refuses flags before a plugin's name, so for this plugin they go after it.
+    plugin = list(args[:1]) if args[:1] == ("accurate",) else []
     command = [
         "kubectl",
+        *plugin,
         *_kubectl_flags(options),
         f"--as={me}",
         f"--as-group={group}",
         *(["--namespace", namespace] if namespace else []),
-        *args,
+        *args[len(plugin) :],
     ]
     try:
         ran = subprocess.run(command, check=False)

@@ -134,6 +134,18 @@ def test_a_sudo_grant_lets_its_holder_act_as_admin_through_sudo_and_not_without(
         f"error: you ({bob.name}) are not a sudoer of the tree {grandchild} is in\n"
     )
 
+    # A sudoer may make another, through sudo (as herself she may not even read the root). She
+    # may not read the controller's Deployment nor ask RBAC about others, and her own sudo is
+    # the keeper's work, so no warning is made up.
+    as_admin = alice.plugin(
+        "sudo", "-n", root, "--", "accurate", "access", "grant", root, "sudo", bob.name
+    )
+    assert as_admin.returncode == 0, as_admin.stderr
+    assert as_admin.stdout == f"granted sudo in {root} and below to {bob.name}\n"
+    assert as_admin.stderr == (
+        f'sudo: as user "{alice.name}" with group "{group}" ({root} is in tree {root})\n'
+    )
+
 
 def test_revoking_sudo_takes_it_away_in_the_whole_tree(
     tree: tuple[str, str, str], scene: Scene, people: Any
