@@ -138,8 +138,10 @@ def _sudo_root(kube: Kube, me: str, target: str) -> str:
         raise CliError(_keeper_missing(me, waiting[0], target))
     if found is not None:
         raise CliError(
-            f"you ({me}) are not a sudoer of {found}, the root of {target}'s tree; "
-            f"someone who is can run: kubectl accurate access grant {found} sudo {me}"
+            f"you ({me}) are not a sudoer of {found}, the root of {target}'s tree; a cluster "
+            f"administrator can grant it with 'kubectl accurate access grant {found} sudo {me}', "
+            f"a sudoer with 'kubectl accurate sudo -n {found} -- accurate access grant {found} "
+            f"sudo {me}'"
         )
     raise CliError(f"you ({me}) are not a sudoer of the tree {target} is in")
 

@@ -352,7 +352,9 @@ def test_a_reader_who_is_no_sudoer_is_told_whom_to_ask(
     refused = failed(frank.plugin("sudo", "-n", child, "--", "get", "pods"))
     assert refused == (
         f"error: you ({frank.name}) are not a sudoer of {root}, the root of {child}'s tree; "
-        f"someone who is can run: kubectl accurate access grant {root} sudo {frank.name}\n"
+        f"a cluster administrator can grant it with 'kubectl accurate access grant {root} sudo "
+        f"{frank.name}', a sudoer with 'kubectl accurate sudo -n {root} -- accurate access "
+        f"grant {root} sudo {frank.name}'\n"
     )
     both = failed(frank.plugin("--as", "x", "sudo", "-n", child, "--", "get", "pods"))
     assert both == "error: sudo sets --as and --as-group itself; run it without them\n"
