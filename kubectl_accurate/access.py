@@ -28,7 +28,6 @@ from kubectl_accurate.output import CliError, Printer
 from kubectl_accurate.reads import namespace_path
 from kubectl_accurate.reviews import allowed, judged
 from kubectl_accurate.subnamespace_api import NotServed, SubNamespaceApi
-from kubectl_accurate.sudo_keeper import sudo_off_warning
 from libaccurate import access as model
 from libaccurate.access import LEVELS, AccessError, Edit, Subject
 from libaccurate.constants import LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
@@ -105,6 +104,9 @@ def grant(
     done = f"granted {level} in {root_name} and below to {_names(names)}"
     kube, existing = _change(ctx, root_name, level, names, dry_run, model.grant, done)
     if level == "sudo":
+        # Loaded only here: it brings in libaccurate.config, which --help must not load.
+        from kubectl_accurate.sudo_keeper import sudo_off_warning
+
         earlier = model.subjects_of(existing.get(model.binding_name(level)) or {})
         warning = sudo_off_warning(kube, root_name, earlier, accurate_namespace)
         if warning:
