@@ -322,10 +322,12 @@ def check(
     groups: tuple[str, ...],
     output: str | None,
 ) -> None:
-    """What USER may do in each namespace of the tree under ROOT, and why, as RBAC answers it
-    (LocalSubjectAccessReviews, which the tree's admins and managers may create too): reading,
-    Secrets, workloads, sub-namespaces, grants; and sudo, which only cluster administrators
-    may ask about (a cluster-wide SubjectAccessReview)."""
+    """What USER may do in each namespace of the tree under ROOT, and why, as RBAC answers it.
+
+    Reading, Secrets, workloads, sub-namespaces and grants are asked in each namespace
+    (LocalSubjectAccessReviews, which the tree's admins and managers may create too); sudo,
+    a cluster-wide right, only cluster administrators may ask about (SubjectAccessReview).
+    """
     kube = connect(ctx)
     require_root(kube, root_name)
     rows = [
