@@ -24,8 +24,10 @@ from controller import selfcheck
 from controller.selfcheck import MissingPermissions, Permission
 from libaccurate.access import (
     ANNOTATION_SUDOER,
+    KEEPER_RIGHTS,
     LABEL_SUDOER,
     RBAC_GROUP,
+    TURN_SUDO_ON,
     sudoer_objects,
     sudoers,
 )
@@ -38,16 +40,10 @@ Obj = dict[str, Any]
 Wanted = Mapping[str, tuple[str, ...]]
 _PLURALS = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
 # What the keeper does, and all that controller/config/sudo grants (tests/test_manifests.py).
-PERMISSIONS = (
-    Permission(
-        RBAC_GROUP, "clusterroles", ("list", "create", "update", "delete", "escalate", "bind")
-    ),
-    Permission(RBAC_GROUP, "clusterrolebindings", ("list", "create", "update", "delete")),
-)
+PERMISSIONS = tuple(Permission(*right) for right in KEEPER_RIGHTS)
 TURN_ON = (
     "sudo grants are not carried out: the controller may not keep the sudoers' cluster-wide "
-    "RBAC. To turn sudo on, apply controller/config/sudo (kustomize) or set the Helm chart's "
-    "tenantAccess.sudo=true (see docs/tenant-access.md)"
+    f"RBAC. To turn sudo on, {TURN_SUDO_ON}"
 )
 
 log = logging.getLogger(__name__)

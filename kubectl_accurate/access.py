@@ -15,9 +15,18 @@ from typing import Any
 import click
 
 from kubectl_accurate.flags import cache_dir, connect, generic_flags
-from kubectl_accurate.main import Group, command, epilog, namespace_argument, output_option, root
+from kubectl_accurate.main import (
+    Group,
+    accurate_namespace_option,
+    command,
+    epilog,
+    namespace_argument,
+    output_option,
+    root,
+)
 from kubectl_accurate.output import CliError, Printer
 from kubectl_accurate.reads import namespace_path
+from kubectl_accurate.reviews import allowed, judged
 from kubectl_accurate.subnamespace_api import NotServed, SubNamespaceApi
 from libaccurate import access as model
 from libaccurate.access import LEVELS, AccessError, Edit, Subject
@@ -75,18 +84,33 @@ def _change_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
     "access grant team-a sudo bob",
 )
 @_change_arguments
+@accurate_namespace_option
 def grant(
-    ctx: click.Context, root_name: str, level: str, names: tuple[str, ...], dry_run: bool
+    ctx: click.Context,
+    root_name: str,
+    level: str,
+    names: tuple[str, ...],
+    dry_run: bool,
+    accurate_namespace: str,
 ) -> None:
     """Give users and groups LEVEL in the tree under ROOT.
 
     view, edit and admin bind the built-in ClusterRoles; manage binds accurate:manage
     (sub-namespaces and grants, nothing else). sudo gives no standing rights: it lets a user
-    act as admin of the tree through "kubectl accurate sudo". The RoleBinding is made in ROOT
+    act as admin of the tree through "kubectl accurate sudo", once the controller's sudo keeper
+    is on (a warning says so when it can be seen to be off). The RoleBinding is made in ROOT
     and propagated to every namespace below it. A grant of more than you hold is refused.
     """
     done = f"granted {level} in {root_name} and below to {_names(names)}"
-    _change(ctx, root_name, level, names, dry_run, model.grant, done)
+    kube, existing = _change(ctx, root_name, level, names, dry_run, model.grant, done)
+    if level == "sudo":
+        # Loaded only here: it brings in libaccurate.config, which --help must not load.
+        from kubectl_accurate.sudo_keeper import sudo_off_warning
+
+        earlier = model.subjects_of(existing.get(model.binding_name(level)) or {})
+        warning = sudo_off_warning(kube, root_name, earlier, accurate_namespace)
+        if warning:
+            click.echo(warning, err=True)
 
 
 @command(access, "revoke", "access revoke team-a view alice", "access revoke team-a sudo bob")
@@ -115,25 +139,27 @@ def _change(
     dry_run: bool,
     plan: Plan,
     done: str,
-) -> None:
+) -> tuple[Kube, dict[str, Obj | None]]:
+    """Plan, judge and make the writes; returns the connection and what was there before."""
     try:
         subjects = [model.parse_subject(name) for name in names]
         kube = connect(ctx)
         require_root(kube, root_name)
-        edits = plan(root_name, level, subjects, _existing(kube, root_name, level, plan))
+        existing = _existing(kube, root_name, level, plan)
+        edits = plan(root_name, level, subjects, existing)
     except AccessError as error:
         raise CliError(str(error)) from error
     printer = Printer()
     if not edits:
         state = "already includes" if plan is model.grant else "names none of"
         printer.line(f"nothing to do: {level} in {root_name} {state} {_names(names)}")
-        return
+        return kube, existing
     _judge(kube, root_name, level, edits)
     if dry_run:
         for edit in edits:
             printer.line(f"would {edit.describe()}")
         printer.line(("dry run: nothing was written", "dim"))
-        return
+        return kube, existing
     for index, edit in enumerate(edits):
         try:
             _send(kube, edit, dry_run=False)
@@ -141,6 +167,7 @@ def _change(
             written = "; ".join(e.describe() for e in edits[:index])
             raise CliError(error.message + (f"\n  done: {written}" if written else "")) from error
     printer.line(done)
+    return kube, existing
 
 
 def namespace_labels(kube: Kube, name: str) -> dict[str, str]:
@@ -237,17 +264,6 @@ def _confirm_sudo_holder(kube: Kube, root_name: str) -> None:
     )
 
 
-def allowed(kube: Kube, attributes: Obj) -> bool:
-    """A SelfSubjectAccessReview: may the caller do this?"""
-    review = {
-        "apiVersion": "authorization.k8s.io/v1",
-        "kind": "SelfSubjectAccessReview",
-        "spec": {"resourceAttributes": attributes},
-    }
-    path = resource_path("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
-    return bool(kube.create(path, review).get("status", {}).get("allowed"))
-
-
 def tree(ctx: click.Context, kube: Kube, top: str) -> list[str]:
     """``top`` and every sub-namespace below it, following the SubNamespaces in each (none
     where the cluster has no SubNamespace API)."""
@@ -306,8 +322,12 @@ def check(
     groups: tuple[str, ...],
     output: str | None,
 ) -> None:
-    """What USER may do in each namespace of the tree under ROOT, and why, as RBAC answers it
-    (SubjectAccessReview): reading, Secrets, workloads, sub-namespaces, grants, and sudo."""
+    """What USER may do in each namespace of the tree under ROOT, and why, as RBAC answers it.
+
+    Reading, Secrets, workloads, sub-namespaces and grants are asked in each namespace
+    (LocalSubjectAccessReviews, which the tree's admins and managers may create too); sudo,
+    a cluster-wide right, only cluster administrators may ask about (SubjectAccessReview).
+    """
     kube = connect(ctx)
     require_root(kube, root_name)
     rows = [
@@ -315,17 +335,29 @@ def check(
         for name in tree(ctx, kube, root_name)
         for probe in model.PROBES
     ]
-    rows.append(["*", "sudo", *_answer(kube, model.sudo_review(person, groups, root_name))])
+    rows.append(["*", "sudo", *_sudo_answer(kube, model.sudo_review(person, groups, root_name))])
     printer = Printer()
     if output:
         keys = ("namespace", "capability", "allowed", "why")
-        data = [dict(zip(keys, (*row[:2], row[2] == "yes", row[3]), strict=True)) for row in rows]
+        answers = {"yes": True, "no": False}
+        data = [
+            dict(zip(keys, (*row[:2], answers.get(row[2]), row[3]), strict=True)) for row in rows
+        ]
         printer.data(data, output)
     else:
         printer.table(["NAMESPACE", "CAPABILITY", "ALLOWED", "WHY"], rows)
 
 
 def _answer(kube: Kube, review: Obj) -> list[str]:
-    path = resource_path("authorization.k8s.io", "v1", "subjectaccessreviews")
-    status = kube.create(path, review).get("status") or {}
+    status = judged(kube, review)
     return ["yes" if status.get("allowed") else "no", str(status.get("reason") or "")]
+
+
+def _sudo_answer(kube: Kube, review: Obj) -> list[str]:
+    """Sudo is a cluster-wide right: a caller who may not ask is told so, not "no"."""
+    try:
+        return _answer(kube, review)
+    except ApiError as error:
+        if error.code != 403:
+            raise
+        return ["unknown", "only cluster administrators may ask (SubjectAccessReview)"]

@@ -189,7 +189,8 @@ def accurate_namespace_option(function: F) -> F:
         "--accurate-namespace",
         default="accurate",
         show_default=True,
-        help="The namespace of accurate-controller, whose config names the watched kinds.",
+        help="The namespace of accurate-controller, whose Deployment and config are read "
+        "(the watched kinds; for sudo grants, whether sudo is on).",
     )(function)
 
 

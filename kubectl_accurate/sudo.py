@@ -15,11 +15,12 @@ from dataclasses import fields
 
 import click
 
-from kubectl_accurate.access import allowed, namespace_labels
+from kubectl_accurate.access import namespace_labels
 from kubectl_accurate.flags import USER_AGENT, connection_options
 from kubectl_accurate.main import epilog, root
 from kubectl_accurate.output import CliError
-from libaccurate.access import SUDO_PREFIX, sudo_group
+from kubectl_accurate.reviews import allowed
+from libaccurate.access import SUDO_PREFIX, TURN_SUDO_ON, sudo_group
 from libaccurate.constants import LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
 from libaccurate.kube import ApiError, ConnectionOptions, Kube, resource_path
 
@@ -36,6 +37,7 @@ _NOTE = (
     epilog=epilog(
         "sudo -n team-a-dev -- get secrets",
         "--context prod sudo -n team-a -- delete pod stuck-0",
+        "sudo -n team-a -- accurate access grant team-a sudo carol",
         note=_NOTE,
     ),
 )
@@ -52,7 +54,8 @@ def sudo(ctx: click.Context, namespace: str | None, args: tuple[str, ...]) -> No
     """Run kubectl as admin of the tree NS is in, with your sudo grant there.
 
     Runs "kubectl --as=<you> --as-group=accurate:sudo:<root>" with KUBECTL_ARGS, and exits
-    with kubectl's exit code. Refused when you are not a sudoer of that tree.
+    with kubectl's exit code. Refused when you are not a sudoer of that tree. KUBECTL_ARGS may
+    start with "accurate" to run this plugin as the tree's admin, e.g. to grant sudo.
     """
     options = connection_options(ctx)
     if options.impersonate or options.impersonate_groups:
@@ -65,13 +68,16 @@ def sudo(ctx: click.Context, namespace: str | None, args: tuple[str, ...]) -> No
     click.echo(
         f'sudo: as user "{me}" with group "{group}" ({target} is in tree {tree_root})', err=True
     )
+    # kubectl refuses flags before a plugin's name, so for this plugin they go after it.
+    plugin = list(args[:1]) if args[:1] == ("accurate",) else []
     command = [
         "kubectl",
+        *plugin,
         *_kubectl_flags(options),
         f"--as={me}",
         f"--as-group={group}",
         *(["--namespace", namespace] if namespace else []),
-        *args,
+        *args[len(plugin) :],
     ]
     try:
         ran = subprocess.run(command, check=False)
@@ -101,32 +107,68 @@ def whoami(kube: Kube) -> str:
 
 
 def _sudo_root(kube: Kube, me: str, target: str) -> str:
-    """The root of ``target``'s tree, once it is known that you may sudo there."""
+    """The root of ``target``'s tree, once it is known that you may sudo there.
+
+    The sudo grant's copy in ``target`` names you when your rules there (SelfSubjectRulesReview)
+    include impersonating a sudo group; whether you may do so cluster-wide, where it counts, is
+    the controller's sudo keeper's doing. Both together make you a sudoer; a grant without the
+    keeper's rights gets its own answer, since the person cannot see why nothing works.
+    """
     try:
-        found = root_of(kube, target)
+        found: str | None = root_of(kube, target)
     except ApiError as error:
         if error.code != 403:
             raise
-    else:
-        if _may_sudo(kube, me, found):
-            return found
-        raise CliError(
-            f"you ({me}) are not a sudoer of {found}, the root of {target}'s tree; "
-            f"someone who is can run: kubectl accurate access grant {found} sudo {me}"
-        )
-    for candidate in _sudo_roots(kube, target):
-        as_sudoer = Kube(
-            kube.credentials,
-            impersonate=me,
-            impersonate_groups=(sudo_group(candidate),),
-            user_agent=USER_AGENT,
-        )
-        try:
-            if root_of(as_sudoer, target) == candidate:
+        found = None
+    if found is not None and _may_sudo(kube, me, found):
+        return found
+    granted = _sudo_roots(kube, target)
+    if found is None:
+        for candidate in granted:
+            if _root_as_sudoer(kube, me, candidate, target) == candidate:
                 return candidate
-        except ApiError:
-            continue
+    # A grant that names you without the cluster-wide rights: for target's own root when you
+    # may read it, else for a root you may not impersonate the group of (rights that came from
+    # the keeper would let you).
+    if found is not None:
+        waiting = [found] if found in granted else []
+    else:
+        waiting = [r for r in granted if not _may_sudo(kube, me, r)]
+    if waiting:
+        raise CliError(_keeper_missing(me, waiting[0], target))
+    if found is not None:
+        raise CliError(
+            f"you ({me}) are not a sudoer of {found}, the root of {target}'s tree; a cluster "
+            f"administrator can grant it with 'kubectl accurate access grant {found} sudo {me}', "
+            f"a sudoer with 'kubectl accurate sudo -n {found} -- accurate access grant {found} "
+            f"sudo {me}'"
+        )
     raise CliError(f"you ({me}) are not a sudoer of the tree {target} is in")
+
+
+def _root_as_sudoer(kube: Kube, me: str, candidate: str, target: str) -> str | None:
+    """``target``'s root as read with the sudo identity of ``candidate``'s tree, if it may."""
+    as_sudoer = Kube(
+        kube.credentials,
+        impersonate=me,
+        impersonate_groups=(sudo_group(candidate),),
+        user_agent=USER_AGENT,
+    )
+    try:
+        return root_of(as_sudoer, target)
+    except ApiError:
+        return None
+
+
+def _keeper_missing(me: str, tree_root: str, target: str) -> str:
+    return (
+        f"you ({me}) are granted sudo in the tree of {tree_root} (the sudo grant in {target} "
+        f"names you), but you may not impersonate its group {sudo_group(tree_root)} yet: the "
+        "cluster-wide rights that the controller's sudo keeper makes from the grant are "
+        "missing. Either sudo is off in this cluster, and a cluster administrator must turn it "
+        f"on ({TURN_SUDO_ON}), or the controller has not caught up with the grant yet: try "
+        "again in a moment."
+    )
 
 
 def root_of(kube: Kube, name: str) -> str:

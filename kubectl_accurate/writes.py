@@ -36,6 +36,15 @@ from libaccurate.kube import ApiError
 
 FIELD_MANAGER = "kubectl-accurate"
 DRY_RUN = {"dryRun": "All"}
+# Tenant roles (admin, accurate:manage) may not patch namespaces by design: said plainly,
+# since a manager would otherwise expect to move sub-namespaces (docs/tenant-access.md).
+LABELS_NEED_ADMIN = (
+    "only a cluster administrator may change the labels of namespace {name}, and this command "
+    "must (moving, grafting and cutting sub-namespaces re-label them): tenant roles, admin and "
+    "accurate:manage included, may not change namespaces, because namespace labels also carry "
+    "security settings such as Pod Security levels (see docs/tenant-access.md). Ask a cluster "
+    "administrator to run it. The API server says: {server}"
+)
 
 
 def review(writes: Sequence[Write], forests: Sequence[Forest]) -> None:
@@ -129,6 +138,8 @@ def carry_out(
 def _explained(error: ApiError, write: Write) -> str:
     if error.conflict and isinstance(write, LabelPatch):
         return f"namespace {write.name} changed while the command ran; run it again"
+    if error.code == 403 and isinstance(write, LabelPatch):
+        return LABELS_NEED_ADMIN.format(name=write.name, server=error.message)
     return error.message
 
 

@@ -47,6 +47,18 @@ SUDO_GROUP_BINDING = f"{BINDING_PREFIX}sudo-group"
 # and whom each is for (annotation: a user name may be too long or odd for a label value).
 LABEL_SUDOER = f"{GROUP}/sudoer"
 ANNOTATION_SUDOER = f"{GROUP}/sudoer"
+# What the controller's sudo keeper does (group, resource, verbs): all that controller/config/sudo
+# grants. Without them a sudo grant gives nobody anything.
+KEEPER_RIGHTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (RBAC_GROUP, "clusterroles", ("list", "create", "update", "delete", "escalate", "bind")),
+    (RBAC_GROUP, "clusterrolebindings", ("list", "create", "update", "delete")),
+)
+# What a cluster administrator does to turn the sudo keeper on; the controller's log, the
+# plugin and docs/tenant-access.md say it in these words.
+TURN_SUDO_ON = (
+    "apply controller/config/sudo (kustomize) or set the Helm chart's tenantAccess.sudo=true "
+    "(see docs/tenant-access.md)"
+)
 _BUILTIN_ROLES = {"view": "view", "edit": "edit", "admin": "admin", "manage": MANAGE_ROLE}
 _NAME_LIMIT = 253
 
@@ -361,11 +373,12 @@ class Probe:
             "group": self.group,
             "resource": self.resource,
         }
-        return _review(user, groups, attributes)
+        return subject_access_review(user, groups, attributes, namespace)
 
 
-# Chosen so that each level shows: view reads, edit changes workloads, admin and manage change
-# grants, and only admin (or edit) reads Secrets.
+# Asked in each namespace of the tree (LocalSubjectAccessReview). Chosen so that each level
+# shows: view reads, edit changes workloads, admin and manage change grants, and only admin (or
+# edit) reads Secrets.
 PROBES = (
     Probe("read pods", "list", "", "pods"),
     Probe("read secrets", "get", "", "secrets"),
@@ -383,12 +396,21 @@ def sudo_review(user: str, groups: Sequence[str], root: str) -> Obj:
         "resource": "groups",
         "name": sudo_group(root),
     }
-    return _review(user, groups, attributes)
+    return subject_access_review(user, groups, attributes)
 
 
-def _review(user: str, groups: Sequence[str], attributes: Obj) -> Obj:
-    return {
+def subject_access_review(
+    user: str, groups: Sequence[str], attributes: Obj, namespace: str | None = None
+) -> Obj:
+    """Whether ``user``, in ``groups``, may do what ``attributes`` say. Asked about one
+    namespace, it is a LocalSubjectAccessReview, which the namespace's admins (the built-in
+    ``admin``, ``accurate:manage``) may create; the cluster-wide SubjectAccessReview is for
+    cluster administrators."""
+    review: Obj = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",
         "spec": {"user": user, "groups": list(groups), "resourceAttributes": attributes},
     }
+    if namespace is None:
+        return review
+    return {**review, "kind": "LocalSubjectAccessReview", "metadata": {"namespace": namespace}}

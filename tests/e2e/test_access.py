@@ -16,8 +16,8 @@ from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.kubectl import kubectl as run_kubectl
 from accurate_testbed.manifests import MANIFESTS, render
 from controller.sudoers import TURN_ON
-from libaccurate.access import sudo_group, sudoer_name
-from libaccurate.constants import ANNOTATION_FROM
+from libaccurate.access import TURN_SUDO_ON, sudo_group, sudoer_name
+from libaccurate.constants import ANNOTATION_FROM, LABEL_PARENT
 from libaccurate.kube import resource_path
 from tests.e2e import test_controller_propagation as propagation
 from tests.e2e.cli import failed, run_plugin, succeeded
@@ -134,6 +134,18 @@ def test_a_sudo_grant_lets_its_holder_act_as_admin_through_sudo_and_not_without(
         f"error: you ({bob.name}) are not a sudoer of the tree {grandchild} is in\n"
     )
 
+    # A sudoer may make another, through sudo (as herself she may not even read the root). She
+    # may not read the controller's Deployment nor ask RBAC about others, and her own sudo is
+    # the keeper's work, so no warning is made up.
+    as_admin = alice.plugin(
+        "sudo", "-n", root, "--", "accurate", "access", "grant", root, "sudo", bob.name
+    )
+    assert as_admin.returncode == 0, as_admin.stderr
+    assert as_admin.stdout == f"granted sudo in {root} and below to {bob.name}\n"
+    assert as_admin.stderr == (
+        f'sudo: as user "{alice.name}" with group "{group}" ({root} is in tree {root})\n'
+    )
+
 
 def test_revoking_sudo_takes_it_away_in_the_whole_tree(
     tree: tuple[str, str, str], scene: Scene, people: Any
@@ -209,6 +221,44 @@ def test_a_manager_cannot_grant_more_than_manage(
     binding = rolebinding(scene, root, "accurate-access-manage")
     assert binding is not None
     assert {s["name"] for s in binding["subjects"]} == {carol.name, dave.name}
+
+
+def test_a_manager_audits_the_tree_but_cannot_ask_about_sudo(
+    tree: tuple[str, str, str], scene: Scene, people: Any
+) -> None:
+    """access check asks RBAC in each namespace (LocalSubjectAccessReview), which a manager
+    may; whether someone may sudo is a cluster-wide question, for cluster administrators."""
+    root, _, grandchild = tree
+    carol, erin = people("carol"), people("erin")
+    succeeded(admin(scene, "access", "grant", root, "manage", carol.name))
+    succeeded(admin(scene, "access", "grant", root, "view", erin.name))
+    scene.wait(
+        lambda: carol.kubectl("get", "namespace", grandchild).returncode == 0,
+        "carol's manage grant to reach the grandchild",
+        CONVERGE,
+    )
+
+    def answers() -> dict[tuple[str, str], Any]:
+        found = succeeded(carol.plugin("access", "check", root, erin.name, "-o", "json"))
+        return {(a["namespace"], a["capability"]): a for a in yaml.safe_load(found)}
+
+    by_key = scene.wait(
+        lambda: (found := answers())[root, "read pods"]["allowed"] and found,
+        "erin's view grant to show in the check",
+        CONVERGE,
+    )
+    assert {ns for ns, _ in by_key} == {*tree, "*"}
+    assert by_key[root, "read pods"]["allowed"] is True
+    assert "accurate-access-view" in by_key[root, "read pods"]["why"]
+    assert by_key[root, "read secrets"]["allowed"] is False
+    assert by_key["*", "sudo"] == {
+        "namespace": "*",
+        "capability": "sudo",
+        "allowed": None,
+        "why": "only cluster administrators may ask (SubjectAccessReview)",
+    }
+    table = succeeded(carol.plugin("access", "check", root, erin.name))
+    assert "unknown" in table.splitlines()[-1]
 
 
 def test_grants_are_previewed_listed_and_checked(tree: tuple[str, str, str], scene: Scene) -> None:
@@ -302,7 +352,9 @@ def test_a_reader_who_is_no_sudoer_is_told_whom_to_ask(
     refused = failed(frank.plugin("sudo", "-n", child, "--", "get", "pods"))
     assert refused == (
         f"error: you ({frank.name}) are not a sudoer of {root}, the root of {child}'s tree; "
-        f"someone who is can run: kubectl accurate access grant {root} sudo {frank.name}\n"
+        f"a cluster administrator can grant it with 'kubectl accurate access grant {root} sudo "
+        f"{frank.name}', a sudoer with 'kubectl accurate sudo -n {root} -- accurate access "
+        f"grant {root} sudo {frank.name}'\n"
     )
     both = failed(frank.plugin("--as", "x", "sudo", "-n", child, "--", "get", "pods"))
     assert both == "error: sudo sets --as and --as-group itself; run it without them\n"
@@ -352,7 +404,7 @@ def test_without_the_keepers_rights_sudo_waits_and_the_log_says_once_what_to_ins
     as_robot = apiserver.write_kubeconfig(tmp_path / robot, user=robot)
     running = controllers.start(CONFIG, "--kubeconfig", str(as_robot))
     root, _, grandchild = propagation.tree(scene)
-    alice, bob = people("alice"), people("bob")
+    alice, bob, carol = people("alice"), people("bob"), people("carol")
 
     def told() -> list[dict[str, Any]]:
         return [r for r in running.records() if r["msg"] == TURN_ON]
@@ -367,16 +419,44 @@ def test_without_the_keepers_rights_sudo_waits_and_the_log_says_once_what_to_ins
     assert record["level"] == "error"
     assert record["roots"] == [root]
     assert "escalate clusterroles.rbac.authorization.k8s.io" in record["lacking"]
-    # Named in the grant, but no rights to impersonate the sudo group: the plugin cannot tell.
-    refused = alice.plugin("sudo", "-n", grandchild, "--", "get", "secrets")
-    assert failed(refused) == (
-        f"error: you ({alice.name}) are not a sudoer of the tree {grandchild} is in\n"
-    )
+    # Named in the grant, but no rights to impersonate the sudo group: she is told so, and
+    # what an administrator must do, rather than that she is no sudoer.
+    refused = failed(alice.plugin("sudo", "-n", grandchild, "--", "get", "secrets"))
+    assert refused.startswith(
+        f"error: you ({alice.name}) are granted sudo in the tree of {root} (the sudo grant in "
+        f"{grandchild} names you), but you may not impersonate its group {sudo_group(root)} yet"
+    ), refused
+    assert "sudo is off in this cluster" in refused
+    assert TURN_SUDO_ON in refused
+    assert "has not caught up" in refused
 
-    # Later passes try again without saying it again.
-    succeeded(admin(scene, "access", "grant", root, "sudo", bob.name))
-    scene.wait(lambda: copy_names(alice.name, bob.name), "the changed grant's copy", CONVERGE)
+    # Later passes try again without saying it again. Granting more, the administrator is
+    # warned: Alice, granted before, still may not impersonate the sudo group.
+    more = admin(scene, "access", "grant", root, "sudo", bob.name, carol.name)
+    assert more.returncode == 0, more.stderr
+    assert more.stdout == f"granted sudo in {root} and below to {bob.name}, {carol.name}\n"
+    assert more.stderr == (
+        "warning: sudo looks off in this cluster, or the controller has not caught up: "
+        f"{alice.name}, named in {root}'s sudo grant before, may still not impersonate group "
+        f"{sudo_group(root)}. This grant gives nobody anything until the controller's sudo "
+        "keeper has made their cluster-wide rights; if that does not happen, a cluster "
+        f"administrator must turn sudo on ({TURN_SUDO_ON}).\n"
+    )
+    scene.wait(
+        lambda: copy_names(alice.name, bob.name, carol.name), "the changed grant's copy", CONVERGE
+    )
     assert len(told()) == 1
+    # Carol may also read the tree, so the plugin finds its root as herself: the same answer.
+    succeeded(admin(scene, "access", "grant", root, "view", carol.name))
+    scene.wait(
+        lambda: carol.kubectl("get", "namespace", grandchild).returncode == 0,
+        "carol's view grant to reach the grandchild",
+        CONVERGE,
+    )
+    assert failed(carol.plugin("sudo", "-n", grandchild, "--", "get", "pods")).startswith(
+        f"error: you ({carol.name}) are granted sudo in the tree of {root} (the sudo grant in "
+        f"{grandchild} names you), but you may not impersonate"
+    )
     assert cluster_object(scene, "clusterroles", sudoer_name(alice.name)) is None
 
     scene.apply(*_as_installed("sudo", robot))
@@ -386,3 +466,90 @@ def test_without_the_keepers_rights_sudo_waits_and_the_log_says_once_what_to_ins
         CONVERGE,
     )
     assert cluster_object(scene, "clusterrolebindings", sudoer_name(bob.name)) is not None
+
+
+def test_a_manager_is_told_that_moves_need_a_cluster_administrator(
+    tree: tuple[str, str, str], scene: Scene, people: Any
+) -> None:
+    """accurate:manage cannot change namespaces (their labels carry Pod Security levels), so
+    moving or cutting a sub-namespace is refused before anything is written, saying why."""
+    root, child, grandchild = tree
+    carol = people("carol")
+    succeeded(admin(scene, "access", "grant", root, "manage", carol.name))
+    scene.wait(
+        lambda: carol.kubectl("get", "namespace", grandchild).returncode == 0,
+        "carol's manage grant to reach the grandchild",
+        CONVERGE,
+    )
+    for args in (("move", grandchild, root), ("cut", grandchild)):
+        refused = failed(carol.plugin("sub", *args))
+        assert refused.startswith(
+            f"error: only a cluster administrator may change the labels of namespace {grandchild}"
+        ), refused
+        assert "Pod Security levels" in refused
+        assert "see docs/tenant-access.md" in refused
+        assert f'User "{carol.name}" cannot patch resource "namespaces"' in refused
+    assert scene.labels(grandchild)[LABEL_PARENT] == child
+    assert scene.sub(child, grandchild) is not None
+    assert scene.sub(root, grandchild) is None
+
+
+def test_granting_sudo_warns_when_the_controllers_account_lacks_the_keepers_rights(
+    tree: tuple[str, str, str], scene: Scene, people: Any
+) -> None:
+    """The administrator granting sudo is told when the controller's ServiceAccount (named
+    by its Deployment in --accurate-namespace) may not keep the sudoers' RBAC; the grant is
+    still written."""
+    root = tree[0]
+    alice, bob = people("alice"), people("bob")
+    _forget_sudo_role(scene, root)
+    home = scene.namespace("accurate")
+    account = "accurate-controller-manager"
+    scene.apply(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "accurate-controller-manager", "namespace": home},
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": "accurate"}},
+                "template": {
+                    "metadata": {"labels": {"app": "accurate"}},
+                    "spec": {
+                        "serviceAccountName": account,
+                        "containers": [{"name": "manager", "image": "accurate:test"}],
+                    },
+                },
+            },
+        }
+    )
+
+    def grant(person: Person) -> subprocess.CompletedProcess[str]:
+        return admin(
+            scene, "access", "grant", root, "sudo", person.name, "--accurate-namespace", home
+        )
+
+    warned = grant(alice)
+    assert warned.returncode == 0, warned.stderr
+    assert warned.stdout == f"granted sudo in {root} and below to {alice.name}\n"
+    assert warned.stderr == (
+        f"warning: sudo looks off in this cluster: the controller's ServiceAccount "
+        f"{home}/{account} may not list, create, update, delete, escalate, bind "
+        "clusterroles.rbac.authorization.k8s.io; list, create, update, delete "
+        "clusterrolebindings.rbac.authorization.k8s.io. Until a cluster administrator turns "
+        f"sudo on ({TURN_SUDO_ON}), this grant gives nobody anything.\n"
+    )
+    assert rolebinding(scene, root, "accurate-access-sudo") is not None
+
+    keeper = [scene.cluster.owned(o) for o in _as_installed("sudo", account)]
+    name = scene.name("sudoer-keeper")
+    for obj in keeper:
+        obj["metadata"] = {**obj["metadata"], "name": name}
+        if obj["kind"] == "ClusterRoleBinding":
+            obj["roleRef"] = {**obj["roleRef"], "name": name}
+            obj["subjects"] = [{"kind": "ServiceAccount", "name": account, "namespace": home}]
+    scene.apply(*keeper)
+    scene.cluster.on_cleanup(
+        lambda: scene.kubectl("delete", "clusterrole,clusterrolebinding", name)
+    )
+    assert succeeded(grant(bob)) == f"granted sudo in {root} and below to {bob.name}\n"

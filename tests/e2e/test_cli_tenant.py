@@ -277,8 +277,9 @@ def test_administrator_commands_name_what_the_tenant_lacks(
     tenant: Tenant, command: tuple[str, ...], patched: str
 ) -> None:
     """Labelling namespaces needs rights on namespaces that ``admin`` does not give; the
-    error is the API server's, naming verb, resource and namespace, and nothing is written
-    (the template, which the tenant may not even read, is left to the server to judge)."""
+    error says that it is for a cluster administrator and why, then quotes the API server,
+    naming verb, resource and namespace, and nothing is written (the template, which the
+    tenant may not even read, is left to the server to judge)."""
     scene = tenant.scene
     sibling = scene.subnamespace(tenant.root, "ok-db")
     scene.settle(tenant.root, sibling)
@@ -290,9 +291,13 @@ def test_administrator_commands_name_what_the_tenant_lacks(
     }
     before = tenant.versions()
     target = patched.format(**names)
-    assert failed(tenant.run(*(part.format(**names) for part in command))) == (
-        f'error: namespaces "{target}" is forbidden: User "{tenant.user}" cannot patch resource '
-        f'"namespaces" in API group "" in the namespace "{target}"\n'
+    refused = failed(tenant.run(*(part.format(**names) for part in command)))
+    assert refused.startswith(
+        f"error: only a cluster administrator may change the labels of namespace {target}, "
+    ), refused
+    assert refused.endswith(
+        f'The API server says: namespaces "{target}" is forbidden: User "{tenant.user}" cannot '
+        f'patch resource "namespaces" in API group "" in the namespace "{target}"\n'
     )
     assert tenant.versions() == before
 
