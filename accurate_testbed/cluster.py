@@ -41,6 +41,12 @@ def new_run() -> str:
     return f"{int(time.time())}-{uuid.uuid4().hex[:6]}"
 
 
+def new_test() -> str:
+    """A test's label value. It starts with a letter: a bare hex id such as ``1e5234`` is a
+    number to kubectl's YAML reader, so a manifest carrying it unquoted would be refused."""
+    return f"t{uuid.uuid4().hex[:11]}"
+
+
 def older_runs(run: str) -> str:
     """The label selector for what runs other than ``run`` left behind."""
     return f"{RUN_LABEL},{RUN_LABEL}!={run}"
@@ -54,7 +60,7 @@ class Cluster:
     api_client: Any
     server: ApiServer | None
     run: str
-    test: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    test: str = field(default_factory=new_test)
     _cleanups: list[Callable[[], object]] = field(default_factory=list)
 
     @property
