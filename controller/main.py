@@ -73,7 +73,7 @@ class Controller:
         if self.loop_thread.ident and not self.loop_thread.is_alive():
             return "the reconcile loop stopped"
         if self.webhooks is not None and not self.webhooks.alive:
-            return f"the webhook process exited with status {self.webhooks.exitcode}"
+            return f"the webhook process {self.webhooks.ending()}"
         return None
 
     def shutdown(self) -> None:

@@ -108,20 +108,29 @@ class WebhookProcess:
         log.info("webhook process started", extra={"pid": process.pid, "port": self.port})
 
     def _first_word(self, connection: Connection) -> tuple[str, object]:
+        """What the child says first: ("serving", port) or ("failed", reason)."""
+        if not connection.poll(START_TIMEOUT):
+            return "failed", f"the webhook process did not serve within {START_TIMEOUT:.0f} s"
         with contextlib.suppress(EOFError, OSError):
-            if connection.poll(START_TIMEOUT):
-                word: tuple[str, object] = connection.recv()
-                return word
-        code = self._process.exitcode if self._process is not None else None
-        return "failed", f"the webhook process exited before serving (status {code})"
+            word: tuple[str, object] = connection.recv()
+            return word
+        if self._process is not None:
+            # It broke the pipe, so it is on its way out: let it finish to read its status.
+            self._process.join(STOP_GRACE)
+        return "failed", f"the webhook process {self.ending()} before serving"
 
     @property
     def alive(self) -> bool:
         return self._process is not None and self._process.is_alive()
 
-    @property
-    def exitcode(self) -> int | None:
-        return self._process.exitcode if self._process is not None else None
+    def ending(self) -> str:
+        """How the child ended, for the log line and the probes."""
+        code = self._process.exitcode if self._process is not None else None
+        if code is None:
+            return "is running"
+        if code < 0:
+            return f"was killed by signal {-code}"
+        return f"exited with status {code}"
 
     def exposition(self) -> bytes:
         """The child's webhook metrics in the Prometheus text format; empty when it cannot say
