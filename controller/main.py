@@ -44,11 +44,6 @@ from libaccurate.kubeconfig import load_credentials
 REQUEST_TIMEOUT = 30.0
 # How long shutdown waits for the pass in progress before leaving anyway.
 SHUTDOWN_GRACE = 30.0
-# How long a thread may keep the GIL while another waits for it (Python's default is 5 ms). A
-# reconcile pass is pure Python for a while; at the default, an admission request waits up to
-# 5 ms every time it needs the GIL back during a pass (after each read from its socket), which
-# made the p99 of a review tens of milliseconds. Shorter turns cost the pass a little.
-GIL_SWITCH_INTERVAL = 0.0005
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +88,6 @@ class Controller:
 def main(argv: Sequence[str] | None = None) -> None:
     options = parse(argv)
     setup_logging(options.log_format, options.log_level)
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     if options.ignored:
         message = "ignoring flags accepted only for compatibility with the Go Accurate"
         log.info(message, extra={"flags": options.ignored})
