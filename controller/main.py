@@ -2,9 +2,11 @@
 
 Startup reads and validates the config against the API server's discovery, makes sure the
 SubNamespace CRD is served and that the controller's account has every permission it uses;
-any problem ends the process with status 1 and one message naming it. Then the cache, the
-leader election, the reconcile loop and the probe and metrics servers run on threads until
-SIGTERM or SIGINT: the loop stops taking work, writes in flight finish, the Lease is released.
+any problem ends the process with status 1 and one message naming it. The webhooks are served
+from a child process (controller.webhook_process); the cache, the leader election, the
+reconcile loop and the probe and metrics servers run on threads until SIGTERM or SIGINT: the
+loop stops taking work, writes in flight finish, the Lease is released, the child stops. When
+the loop or the child dies, the controller exits with status 1.
 """
 
 from __future__ import annotations
