@@ -165,3 +165,19 @@ def test_a_webhook_address_in_use_stops_the_start(
     assert result.returncode == 1, result.stderr
     assert f"cannot serve webhooks on {busy}: Address already in use" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_missing_serving_certificate_stops_the_start(
+    controllers: Controllers, tmp_path: Path
+) -> None:
+    result = controllers.run(
+        SECRETS,
+        "--no-leader-election",
+        "--webhook-addr",
+        "127.0.0.1:0",
+        "--cert-dir",
+        str(tmp_path),
+    )
+    assert result.returncode == 1, result.stderr
+    assert f"cannot load the webhook serving certificate {tmp_path}/tls.crt" in result.stderr
+    assert "Traceback" not in result.stderr
