@@ -88,10 +88,6 @@ class WebhookProcess:
         self._asked = 0
         self.port = 0
 
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
-
     def start(self) -> None:
         """Start the child and wait until it serves; raises WebhookProcessError with its reason
         when it cannot (a busy port, an unusable certificate)."""
@@ -103,8 +99,7 @@ class WebhookProcess:
         process.start()
         theirs.close()
         self._connection, self._process = ours, process
-        outcome = self._first_word(ours)
-        word, said = outcome
+        word, said = self._first_word(ours)
         if word != "serving" or not isinstance(said, int):
             self.stop()
             raise WebhookProcessError(str(said))
