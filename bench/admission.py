@@ -95,7 +95,7 @@ def _at_size(target: Target, size: int, writes: int) -> list[Row]:
     running.stop()
     name = f"10 admission, {len(parents)} ns"
     speed = Row(
-        name, "namespace reviews the webhook took <= 1 ms for", f"{fast:.0f} of {answered:.0f}"
+        name, "reviews the webhook itself took <= 1 ms for", f"{fast:.0f} of {answered:.0f}"
     )
     return [*_rows(name, plain, hooked), speed, *_counts(name, writes, reviews, reads)]
 
