@@ -123,11 +123,16 @@ def _watched_object_keeper(propagate_generated: bool) -> Callable[[Obj], Obj]:
     return keep
 
 
+def namespaces_only() -> list[Resource]:
+    """What the webhook process's cache holds: the namespaces its forest is made of."""
+    return [Resource(NAMESPACES, resource_path("", "v1", NAMESPACES), _namespace_keeper)]
+
+
 def mirrored(watched: Iterable[WatchedResource], propagate_generated: bool) -> list[Resource]:
     """What the controller's cache holds: namespaces, SubNamespaces and each watched kind."""
     keep = _watched_object_keeper(propagate_generated)
     resources = [
-        Resource(NAMESPACES, resource_path("", "v1", NAMESPACES), _namespace_keeper),
+        *namespaces_only(),
         Resource(
             SUBNAMESPACES,
             subnamespaces.path(),

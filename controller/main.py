@@ -2,9 +2,11 @@
 
 Startup reads and validates the config against the API server's discovery, makes sure the
 SubNamespace CRD is served and that the controller's account has every permission it uses;
-any problem ends the process with status 1 and one message naming it. Then the cache, the
-leader election, the reconcile loop and the probe and metrics servers run on threads until
-SIGTERM or SIGINT: the loop stops taking work, writes in flight finish, the Lease is released.
+any problem ends the process with status 1 and one message naming it. The webhooks are served
+from a child process (controller.webhook_process); the cache, the leader election, the
+reconcile loop and the probe and metrics servers run on threads until SIGTERM or SIGINT: the
+loop stops taking work, writes in flight finish, the Lease is released, the child stops. When
+the loop or the child dies, the controller exits with status 1.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from pathlib import Path
 from controller import health, selfcheck
 from controller.applier import Applier
 from controller.cache import Cache, mirrored
-from controller.certs import CertificateError
 from controller.events import Recorder
 from controller.leader import LeaderElector
 from controller.logs import setup_logging
@@ -33,7 +34,7 @@ from controller.options import DISABLED, PROGRAM, Options, parse
 from controller.owners import Owners
 from controller.sudoers import Sudoers, keeps_sudoers
 from controller.throttle import Throttle
-from controller.webhook import WebhookServer
+from controller.webhook_process import WebhookProcess, WebhookProcessError, WebhookSettings
 from controller.writes import Writer
 from libaccurate import __version__, subnamespaces
 from libaccurate.config import Config, ConfigError, parse_config, resolve_watches
@@ -45,11 +46,6 @@ from libaccurate.kubeconfig import load_credentials
 REQUEST_TIMEOUT = 30.0
 # How long shutdown waits for the pass in progress before leaving anyway.
 SHUTDOWN_GRACE = 30.0
-# How long a thread may keep the GIL while another waits for it (Python's default is 5 ms). A
-# reconcile pass is pure Python for a while; at the default, an admission request waits up to
-# 5 ms every time it needs the GIL back during a pass (after each read from its socket), which
-# made the p99 of a review tens of milliseconds. Shorter turns cost the pass a little.
-GIL_SWITCH_INTERVAL = 0.0005
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +63,15 @@ class Controller:
     applier: Applier
     elector: LeaderElector | None
     servers: list[health.Server] = field(default_factory=list)
-    webhooks: WebhookServer | None = None
+    webhooks: WebhookProcess | None = None
+
+    def failure(self) -> str | None:
+        """Why the controller cannot go on (a part of it died), or None while it can."""
+        if self.loop_thread.ident and not self.loop_thread.is_alive():
+            return "the reconcile loop stopped"
+        if self.webhooks is not None and not self.webhooks.alive:
+            return f"the webhook process {self.webhooks.ending()}"
+        return None
 
     def shutdown(self) -> None:
         """Stop taking work, let writes in flight finish, then give up the Lease."""
@@ -86,7 +90,6 @@ class Controller:
 def main(argv: Sequence[str] | None = None) -> None:
     options = parse(argv)
     setup_logging(options.log_format, options.log_level)
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     if options.ignored:
         message = "ignoring flags accepted only for compatibility with the Go Accurate"
         log.info(message, extra={"flags": options.ignored})
@@ -98,9 +101,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (StartupError, ConfigError, KubeError, selfcheck.MissingPermissions) as error:
         print(f"{PROGRAM}: {error}", file=sys.stderr)
         sys.exit(1)
-    while not stop.wait(1.0) and controller.loop_thread.is_alive():
+    while not stop.wait(1.0) and (failure := controller.failure()) is None:
         pass
     crashed = not stop.is_set()
+    if crashed:
+        log.error("stopping: %s", failure)
     controller.shutdown()
     if crashed:
         sys.exit(1)
@@ -154,8 +159,8 @@ def start(options: Options, stop: threading.Event) -> Controller:
     )
     loop_thread = threading.Thread(target=loop.run, args=(stop,), name="loop", daemon=True)
     controller = Controller(stop, loop_thread, applier, elector)
-    controller.webhooks = _webhooks(options, cache, kube, config, metrics)
-    controller.servers = _serve(options, cache, metrics, loop_thread, is_leader)
+    controller.webhooks = _webhooks(options, config)
+    controller.servers = _serve(options, cache, metrics, controller, is_leader)
     if elector is not None:
         threading.Thread(target=elector.run, args=(stop,), name="leader", daemon=True).start()
     cache.start(stop)
@@ -171,27 +176,31 @@ def start(options: Options, stop: threading.Event) -> Controller:
     return controller
 
 
-def _webhooks(
-    options: Options, cache: Cache, kube: Kube, config: Config, metrics: Metrics
-) -> WebhookServer | None:
-    """The admission and conversion webhooks, served by every replica, leader or not."""
+def _webhooks(options: Options, config: Config) -> WebhookProcess | None:
+    """The admission and conversion webhooks, served by every replica, leader or not, from a
+    process of their own (controller.webhook_process), so that no reconcile pass stalls them."""
     if options.webhook_addr == DISABLED:
         return None
-    server = WebhookServer(
-        options.webhook_addr,
-        Path(options.cert_dir),
-        cache,
-        kube,
-        config.naming_policies,
-        options.allow_cascading_deletion,
-        metrics.observe_webhook,
-        config.tree_label_suffix,
+    webhooks = WebhookProcess(
+        WebhookSettings(
+            addr=options.webhook_addr,
+            cert_dir=options.cert_dir,
+            kubeconfig=options.kubeconfig,
+            naming_policies=tuple(config.naming_policies),
+            allow_cascading_deletion=options.allow_cascading_deletion,
+            tree_label_suffix=config.tree_label_suffix,
+            resync_period=options.resync_period,
+            request_timeout=REQUEST_TIMEOUT,
+            user_agent=f"{PROGRAM}/{__version__}",
+            log_format=options.log_format,
+            log_level=options.log_level,
+        )
     )
     try:
-        server.start()
-    except (OSError, CertificateError) as error:
+        webhooks.start()
+    except WebhookProcessError as error:
         raise StartupError(str(error)) from error
-    return server
+    return webhooks
 
 
 def _lease_namespace(options: Options) -> str | None:
@@ -254,17 +263,22 @@ def _serve(
     options: Options,
     cache: Cache,
     metrics: Metrics,
-    loop_thread: threading.Thread,
+    controller: Controller,
     is_leader: Callable[[], bool],
 ) -> list[health.Server]:
-    """/healthz and /readyz on the probe address, /metrics on the metrics address."""
+    """/healthz and /readyz on the probe address, /metrics on the metrics address (with the
+    webhook process's series)."""
 
     def healthz() -> tuple[int, bytes, str]:
-        if loop_thread.is_alive() or not loop_thread.ident:
+        failure = controller.failure()
+        if failure is None:
             return 200, b"ok\n", "text/plain"
-        return 500, b"the reconcile loop stopped\n", "text/plain"
+        return 500, f"{failure}\n".encode(), "text/plain"
 
     def readyz() -> tuple[int, bytes, str]:
+        failure = controller.failure()
+        if failure is not None:
+            return 503, f"{failure}\n".encode(), "text/plain"
         if cache.synced:
             return 200, b"ok\n", "text/plain"
         return 503, b"the cache has not been filled yet\n", "text/plain"
@@ -274,6 +288,8 @@ def _serve(
         for name, size in cache.sizes().items():
             metrics.set_cache_size(name, size)
         body, content_type = metrics.exposition()
+        if controller.webhooks is not None:
+            body += controller.webhooks.exposition()
         return 200, body, content_type
 
     wanted: dict[str, dict[str, health.Route]] = {}

@@ -49,19 +49,6 @@ class Metrics:
             ["kind"],
             registry=self.registry,
         )
-        self._webhooks = Counter(
-            "accurate_webhook_requests",
-            "Admission requests answered, by webhook path and verdict.",
-            ["path", "allowed"],
-            registry=self.registry,
-        )
-        self._webhook_seconds = Histogram(
-            "accurate_webhook_duration_seconds",
-            "Time taken to answer an admission request, by webhook path.",
-            ["path"],
-            buckets=_WEBHOOK_BUCKETS,
-            registry=self.registry,
-        )
         self._leader = Gauge(
             "accurate_leader",
             "1 while this replica holds the leader election Lease, else 0.",
@@ -81,13 +68,38 @@ class Metrics:
     def set_cache_size(self, kind: str, n: int) -> None:
         self._cache.labels(kind=kind).set(n)
 
-    def observe_webhook(self, path: str, allowed: bool, seconds: float) -> None:
-        self._webhooks.labels(path=path, allowed=str(allowed).lower()).inc()
-        self._webhook_seconds.labels(path=path).observe(seconds)
-
     def set_leader(self, is_leader: bool) -> None:
         self._leader.set(1 if is_leader else 0)
 
     def exposition(self) -> tuple[bytes, str]:
         """The Prometheus text format and its content type, for the /metrics route."""
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class WebhookMetrics:
+    """The webhook server's counters. They live in the process that answers the reviews
+    (controller.webhook_process), which hands their exposition to the controller's /metrics."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self._requests = Counter(
+            "accurate_webhook_requests",
+            "Admission requests answered, by webhook path and verdict.",
+            ["path", "allowed"],
+            registry=self.registry,
+        )
+        self._seconds = Histogram(
+            "accurate_webhook_duration_seconds",
+            "Time taken to answer an admission request, by webhook path.",
+            ["path"],
+            buckets=_WEBHOOK_BUCKETS,
+            registry=self.registry,
+        )
+
+    def observe(self, path: str, allowed: bool, seconds: float) -> None:
+        self._requests.labels(path=path, allowed=str(allowed).lower()).inc()
+        self._seconds.labels(path=path).observe(seconds)
+
+    def exposition(self) -> bytes:
+        """The Prometheus text format of these series alone, to append to the controller's."""
+        return generate_latest(self.registry)

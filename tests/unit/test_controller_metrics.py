@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.metrics import Metrics
+from controller.metrics import Metrics, WebhookMetrics
 
 
 def samples(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of the exposition, keyed by name and sorted labels."""
-    body, _ = metrics.exposition()
+    return parsed(metrics.exposition()[0])
+
+
+def parsed(body: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
         for family in text_string_to_metric_families(body.decode())
@@ -38,8 +41,6 @@ def test_every_observation_shows_up_under_its_name_and_labels() -> None:
     metrics.count_api_error(409)
     metrics.set_cache_size("ConfigMap", 12)
     metrics.set_cache_size("ConfigMap", 10)
-    metrics.observe_webhook("/validate-v1-namespace", True, 0.004)
-    metrics.observe_webhook("/validate-v1-namespace", False, 0.02)
     metrics.set_leader(True)
     found = samples(metrics)
     assert found[("accurate_reconcile_passes_total", ())] == 2
@@ -50,10 +51,6 @@ def test_every_observation_shows_up_under_its_name_and_labels() -> None:
     assert found[("accurate_actions_total", (("action", "DeleteCopy"), ("result", "error")))] == 1
     assert found[("accurate_api_errors_total", (("code", "409"),))] == 1
     assert found[("accurate_cache_objects", (("kind", "ConfigMap"),))] == 10
-    path = ("path", "/validate-v1-namespace")
-    assert found[("accurate_webhook_requests_total", (("allowed", "true"), path))] == 1
-    assert found[("accurate_webhook_requests_total", (("allowed", "false"), path))] == 1
-    assert found[("accurate_webhook_duration_seconds_count", (path,))] == 2
     assert found[("accurate_leader", ())] == 1
     metrics.set_leader(False)
     assert samples(metrics)[("accurate_leader", ())] == 0
@@ -65,3 +62,17 @@ def test_two_controllers_in_one_process_do_not_share_counts() -> None:
     assert samples(first)[("accurate_reconcile_passes_total", ())] == 1
     assert samples(second)[("accurate_reconcile_passes_total", ())] == 0
     assert not any(name.startswith("python_") for name, _ in samples(first))
+
+
+def test_webhook_series_append_to_the_controllers_as_one_valid_exposition() -> None:
+    """The webhook process's series join the controller's body on /metrics: the two together
+    must still parse, each series once."""
+    webhooks = WebhookMetrics()
+    webhooks.observe("/validate-v1-namespace", True, 0.004)
+    webhooks.observe("/validate-v1-namespace", False, 0.02)
+    found = parsed(Metrics().exposition()[0] + webhooks.exposition())
+    path = ("path", "/validate-v1-namespace")
+    assert found[("accurate_webhook_requests_total", (("allowed", "true"), path))] == 1
+    assert found[("accurate_webhook_requests_total", (("allowed", "false"), path))] == 1
+    assert found[("accurate_webhook_duration_seconds_count", (path,))] == 2
+    assert found[("accurate_reconcile_passes_total", ())] == 0
