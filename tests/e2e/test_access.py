@@ -82,6 +82,17 @@ def people(apiserver: ApiServer, scene: Scene, tmp_path: Path) -> Any:
     return lambda prefix: Person(apiserver, scene, tmp_path, prefix)
 
 
+def granted(scene: Scene, root: str, level: str, person: Person, namespace: str) -> None:
+    """An administrator grants ``level`` in ``root``'s tree to ``person``, and the grant's
+    copy has reached ``namespace`` (the person may read it there)."""
+    succeeded(admin(scene, "access", "grant", root, level, person.name))
+    scene.wait(
+        lambda: person.kubectl("get", "namespace", namespace).returncode == 0,
+        f"{person.name}'s {level} grant to reach {namespace}",
+        CONVERGE,
+    )
+
+
 def _forget_sudo_role(scene: Scene, root: str) -> None:
     """On a real cluster, the ClusterRole a sudo grant made goes with the test."""
     scene.cluster.on_cleanup(
@@ -343,12 +354,7 @@ def test_a_reader_who_is_no_sudoer_is_told_whom_to_ask(
     """Someone who may read the tree finds its root as themselves, and is refused there."""
     root, child, _ = tree
     frank = people("frank")
-    succeeded(admin(scene, "access", "grant", root, "view", frank.name))
-    scene.wait(
-        lambda: frank.kubectl("get", "namespace", child).returncode == 0,
-        "frank's view grant to reach the child",
-        CONVERGE,
-    )
+    granted(scene, root, "view", frank, child)
     refused = failed(frank.plugin("sudo", "-n", child, "--", "get", "pods"))
     assert refused == (
         f"error: you ({frank.name}) are not a sudoer of {root}, the root of {child}'s tree; "
@@ -447,12 +453,7 @@ def test_without_the_keepers_rights_sudo_waits_and_the_log_says_once_what_to_ins
     )
     assert len(told()) == 1
     # Carol may also read the tree, so the plugin finds its root as herself: the same answer.
-    succeeded(admin(scene, "access", "grant", root, "view", carol.name))
-    scene.wait(
-        lambda: carol.kubectl("get", "namespace", grandchild).returncode == 0,
-        "carol's view grant to reach the grandchild",
-        CONVERGE,
-    )
+    granted(scene, root, "view", carol, grandchild)
     assert failed(carol.plugin("sudo", "-n", grandchild, "--", "get", "pods")).startswith(
         f"error: you ({carol.name}) are granted sudo in the tree of {root} (the sudo grant in "
         f"{grandchild} names you), but you may not impersonate"
@@ -475,12 +476,7 @@ def test_a_manager_is_told_that_moves_need_a_cluster_administrator(
     moving or cutting a sub-namespace is refused before anything is written, saying why."""
     root, child, grandchild = tree
     carol = people("carol")
-    succeeded(admin(scene, "access", "grant", root, "manage", carol.name))
-    scene.wait(
-        lambda: carol.kubectl("get", "namespace", grandchild).returncode == 0,
-        "carol's manage grant to reach the grandchild",
-        CONVERGE,
-    )
+    granted(scene, root, "manage", carol, grandchild)
     for args in (("move", grandchild, root), ("cut", grandchild)):
         refused = failed(carol.plugin("sub", *args))
         assert refused.startswith(
