@@ -339,8 +339,22 @@ def _check_one_form(owner: str, fields: Fields, key: str) -> None:
         raise _Invalid(f"{owner} has both {key} and {key}-data; keep one")
 
 
+def _server_url(cluster: Fields, user: Fields) -> str:
+    """The server's URL. A bare ``host:port`` means https when TLS is set up (a CA, a client
+    certificate or insecure-skip-tls-verify) and http otherwise, as client-go decides it, so
+    the same kubeconfig reaches the same server as kubectl."""
+    server = _text(cluster["server"]).rstrip("/")
+    if "://" in server:
+        return server
+    tls_fields = (cluster, "certificate-authority"), (user, "client-certificate")
+    tls = cluster.get("insecure-skip-tls-verify") is True or any(
+        fields.get(key) or fields.get(f"{key}-data") for fields, key in tls_fields
+    )
+    return f"{'https' if tls else 'http'}://{server}"
+
+
 def _credentials(cluster_name: str, cluster: Fields, user_name: str, user: Fields) -> Credentials:
-    host = _text(cluster["server"]).rstrip("/")
+    host = _server_url(cluster, user)
     if not host.startswith("https://"):
         # As kubectl: no credentials in clear text, whatever the kubeconfig holds.
         return Credentials(host=host)

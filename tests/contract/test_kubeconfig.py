@@ -309,6 +309,24 @@ def test_no_credentials_go_to_a_plain_http_server(
     assert seen_over_tls.authorization == "Bearer flag"
 
 
+def test_a_server_without_a_scheme_is_reached_as_kubectl_reaches_it(
+    whoami: Callable[..., tuple[str, Seen]], tmp_path: Path
+) -> None:
+    """client-go puts https before a bare host:port when TLS is set up, http otherwise."""
+    ca = trustme.CA()
+    https, seen = whoami(ca)
+    bare = {
+        "server": urlsplit(https).netloc,
+        "certificate-authority-data": _pem_data(ca.cert_pem.bytes()),
+    }
+    config = str(one_context(tmp_path / "tls", bare, {"token": "secret"}))
+    assert Kube.connect(ConnectionOptions(kubeconfig=config)).get("/") == {}
+    assert seen.authorization == "Bearer secret"
+    http, _ = whoami()
+    plain = str(one_context(tmp_path / "plain", {"server": urlsplit(http).netloc}, {}))
+    assert Kube.connect(ConnectionOptions(kubeconfig=plain)).get("/") == {}
+
+
 # What kubectl refuses, and what is wrong in a file
 
 
