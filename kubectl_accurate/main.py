@@ -307,7 +307,9 @@ def list_trees(
     """
     marking: Marking | None = None
     api = _api(ctx)
-    if output is None if markers is None else markers:
+    # Drawn trees are marked unless --no-markers; data (-o) only when --markers asks.
+    marked = output is None if markers is None else markers
+    if marked:
         from kubectl_accurate.markers import Marking, read_with_origins
 
         namespaces, origins = read_with_origins(api, lambda: _view(api, [top], below=True))

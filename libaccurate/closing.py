@@ -39,7 +39,7 @@ from libaccurate.constants import (
     SUBNAMESPACE_KIND,
 )
 from libaccurate.forest import ProblemReason
-from libaccurate.lifecycle import status_differs
+from libaccurate.lifecycle import ready_reason, status_differs
 from libaccurate.planner import FINAL_STAGE, Finding, Happened, Plan
 
 REASON_APPLY_FAILED = "ApplyFailed"
@@ -126,9 +126,7 @@ def _statuses(
 
 def _newly_stuck(sub: Mapping[str, Any], ready: Condition) -> bool:
     """Whether ``ready`` says only a person can mend the SubNamespace, and it did not before."""
-    conditions = (sub.get("status") or {}).get("conditions") or ()
-    before = next((c.get("reason") for c in conditions if c.get("type") == CONDITION_READY), None)
-    return ready.reason in NEEDS_A_PERSON and before != ready.reason
+    return ready.reason in NEEDS_A_PERSON and ready_reason(sub) != ready.reason
 
 
 def _left_over(plan: Plan, happened: Mapping[int, Happened]) -> tuple[dict[str, str], set[str]]:

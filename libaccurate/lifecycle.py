@@ -156,11 +156,13 @@ def _cascade_started(sub: Mapping[str, Any]) -> bool:
     takes an admitted deletion back, so neither does removing the annotation afterwards: the
     status, written by the pass that started the cascade, is the record that it began.
     """
+    return ready_reason(sub) == REASON_DELETING_SUBTREE
+
+
+def ready_reason(sub: Mapping[str, Any]) -> str | None:
+    """The reason of the SubNamespace's Ready condition as it stands on the object."""
     conditions = (sub.get("status") or {}).get("conditions") or ()
-    return any(
-        c.get("type") == CONDITION_READY and c.get("reason") == REASON_DELETING_SUBTREE
-        for c in conditions
-    )
+    return next((c.get("reason") for c in conditions if c.get("type") == CONDITION_READY), None)
 
 
 def _judge(parent: str, name: str, forest: Forest, result: Lifecycle) -> Verdict:
