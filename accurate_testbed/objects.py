@@ -27,6 +27,22 @@ def secret_data(obj: Mapping[str, Any] | None) -> dict[str, str] | None:
     return {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()}
 
 
+def controller_stand_in(namespace: str, pod: Mapping[str, Any]) -> dict[str, Any]:
+    """A Deployment named as accurate-controller's, with no replicas: what the plugin reads of
+    an installed controller (its ServiceAccount, its config volume), with nothing running."""
+    labels = {"app": "accurate"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "accurate-controller-manager", "namespace": namespace},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": dict(pod)},
+        },
+    }
+
+
 def namespace_manifest(name: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "v1",

@@ -15,6 +15,7 @@ import yaml
 from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.kubectl import kubectl as run_kubectl
 from accurate_testbed.manifests import MANIFESTS, render
+from accurate_testbed.objects import controller_stand_in
 from controller.sudoers import TURN_ON
 from libaccurate.access import TURN_SUDO_ON, sudo_group, sudoer_name
 from libaccurate.constants import ANNOTATION_FROM, LABEL_PARENT
@@ -501,24 +502,8 @@ def test_granting_sudo_warns_when_the_controllers_account_lacks_the_keepers_righ
     _forget_sudo_role(scene, root)
     home = scene.namespace("accurate")
     account = "accurate-controller-manager"
-    scene.apply(
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "accurate-controller-manager", "namespace": home},
-            "spec": {
-                "replicas": 0,
-                "selector": {"matchLabels": {"app": "accurate"}},
-                "template": {
-                    "metadata": {"labels": {"app": "accurate"}},
-                    "spec": {
-                        "serviceAccountName": account,
-                        "containers": [{"name": "manager", "image": "accurate:test"}],
-                    },
-                },
-            },
-        }
-    )
+    manager = {"name": "manager", "image": "accurate:test"}
+    scene.apply(controller_stand_in(home, {"serviceAccountName": account, "containers": [manager]}))
 
     def grant(person: Person) -> subprocess.CompletedProcess[str]:
         return admin(

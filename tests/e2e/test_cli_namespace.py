@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from accurate_testbed.cluster import Cluster
+from accurate_testbed.objects import controller_stand_in
 from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE, TYPE_ROOT
 from libaccurate.kube import resource_path
 from tests.e2e.cli import World, failed, field, resource_rows, succeeded
@@ -185,20 +186,13 @@ def test_describe_finds_the_config_through_the_controllers_deployment(
 ) -> None:
     world = World(cluster)
     config = config_namespace(world, SECRET_WATCH, configmap="custom-config")
-    deployment = {
-        "metadata": {"name": "accurate-controller-manager"},
-        "spec": {
-            "replicas": 0,
-            "selector": {"matchLabels": {"app": "accurate"}},
-            "template": {
-                "metadata": {"labels": {"app": "accurate"}},
-                "spec": {
-                    "containers": [{"name": "manager", "image": "example.invalid/accurate"}],
-                    "volumes": [{"name": "config", "configMap": {"name": "custom-config"}}],
-                },
-            },
+    deployment = controller_stand_in(
+        config,
+        {
+            "containers": [{"name": "manager", "image": "example.invalid/accurate"}],
+            "volumes": [{"name": "config", "configMap": {"name": "custom-config"}}],
         },
-    }
+    )
     world.kube.create(resource_path("apps", "v1", "deployments", config), deployment)
     output = world.run("ns", "describe", propagated["root"], "--accurate-namespace", config)
     described = json.loads(
