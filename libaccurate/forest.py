@@ -275,6 +275,23 @@ class Forest:
         """``name`` and every namespace that inherits from it, sources before dependents."""
         return self._closure(name, self.dependents)
 
+    def upward(self, names: Iterable[str]) -> frozenset[str]:
+        """``names`` and every namespace their parent-or-template chains pass through, missing
+        ones included: all that what flows into ``names`` depends on."""
+        found: set[str] = set()
+        for name in names:
+            if name not in found:
+                found.update(self.walk_sources(name).names)
+        return frozenset(found)
+
+    def copy(self) -> Forest:
+        """An independent forest of the same namespaces, for a pass to change as it plans."""
+        return Forest(
+            dict(self.nodes),
+            {key: list(names) for key, names in self._children.items()},
+            {key: list(names) for key, names in self._instances.items()},
+        )
+
     def _closure(self, name: str, step: Callable[[str], tuple[str, ...]]) -> tuple[str, ...]:
         order: list[str] = []
         seen: set[str] = set()
@@ -288,14 +305,25 @@ class Forest:
             stack.extend(reversed(step(current)))
         return tuple(order)
 
-    def top_down(self) -> tuple[str, ...]:
+    def top_down(self, within: frozenset[str] | None = None) -> tuple[str, ...]:
         """Every namespace with a sound chain, each after its source; ties by name.
 
         Walking down from the namespaces without a source reaches exactly the sound ones: a
         namespace in a cycle or below a missing reference has no path from such a top.
+        ``within``, closed upward (see ``upward``), limits the walk to those namespaces, in
+        the same order as the whole walk, at a cost that follows their number.
         """
+        if within is None:
+            tops: Iterable[str] = self.nodes
+            step = self.dependents
+        else:
+            tops = (name for name in within if name in self.nodes)
+
+            def step(name: str) -> tuple[str, ...]:
+                return tuple(d for d in self.dependents(name) if d in within)
+
         order: list[str] = []
-        for name in sorted(self.nodes):
+        for name in sorted(tops):
             if self.nodes[name].source is None:
-                order.extend(self.downstream(name))
+                order.extend(self._closure(name, step))
         return tuple(order)

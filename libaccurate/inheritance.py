@@ -98,8 +98,10 @@ def desired_metadata(
     namespaces: Mapping[str, Mapping[str, Any]],
     subnamespaces: Mapping[tuple[str, str], Mapping[str, Any]],
     config: Config,
+    within: frozenset[str] | None = None,
 ) -> dict[str, Metadata]:
-    """The controller's labels and annotations for every namespace that inherits any.
+    """The controller's labels and annotations for every namespace that inherits any
+    (``within`` these, closed upward, when given).
 
     ``forest`` describes the namespaces as they will be after this pass (new sub-namespaces
     included, namespaces about to be deleted marked terminating); ``namespaces`` holds the
@@ -123,7 +125,7 @@ def desired_metadata(
     suffix = config.tree_label_suffix
     desired: dict[str, Metadata] = {}
     after: dict[str, Metadata] = {}
-    for name in forest.top_down():
+    for name in forest.top_down(within):
         node = forest.nodes[name]
         current = namespaces.get(name) or {}
         current_meta = Metadata(labels_of(current), annotations_of(current))

@@ -10,7 +10,7 @@ may run concurrently.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -31,7 +31,7 @@ from libaccurate.actions import (
 )
 from libaccurate.config import Config, GroupVersionKind
 from libaccurate.constants import CREATED_BY_VALUE, LABEL_CREATED_BY, LABEL_PARENT
-from libaccurate.forest import Forest, Node, Problem, node_from_object
+from libaccurate.forest import Forest, Node, Problem
 from libaccurate.inheritance import Metadata, desired_metadata, labels_after, needs_write
 from libaccurate.lifecycle import plan_lifecycle, status_differs, status_for
 from libaccurate.propagation import plan_kind
@@ -72,6 +72,11 @@ class Snapshot:
     others may be stubs with metadata name, namespace, uid, resourceVersion, labels and
     annotations. ``owners`` (by uid) are the controllers of watched objects, needed only when
     ``propagate_generated`` is on.
+
+    ``forest`` is the forest of ``namespaces`` when the caller keeps one current (it is
+    built otherwise; the plan never changes it). ``scope`` asks for the part of the plan about
+    these namespaces only (see ``affected``), at a cost that follows their number rather than
+    the cluster's: a controller that knows what changed since its last pass plans just that.
     """
 
     config: Config
@@ -80,6 +85,8 @@ class Snapshot:
     objects: Mapping[GroupVersionKind, Sequence[Object]] = field(default_factory=dict)
     owners: Mapping[str, Object] = field(default_factory=dict)
     propagate_generated: bool = False
+    forest: Forest | None = None
+    scope: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,9 @@ class Plan:
     ``problems`` lists the namespaces in a cycle or under a missing reference, which get
     nothing until an operator fixes them. ``subnamespaces`` are the snapshot's, by key.
     ``label_problems`` says, by namespace, which of its tree labels cannot be written and why.
+    ``scope`` is the snapshot's: when set, the steps, statuses and problems are those about
+    these namespaces (a SubNamespace is about the namespace it names), exactly as the whole
+    plan has them.
     """
 
     steps: tuple[Step, ...]
@@ -113,6 +123,7 @@ class Plan:
     problems: Mapping[str, Problem]
     subnamespaces: Mapping[tuple[str, str], Object] = field(default_factory=dict)
     label_problems: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    scope: frozenset[str] | None = None
 
     @property
     def actions(self) -> tuple[Action, ...]:
@@ -145,23 +156,31 @@ class Plan:
 def plan(snapshot: Snapshot) -> Plan:
     """Everything that must change for the cluster to match what Accurate keeps true."""
     config = snapshot.config
+    scope = snapshot.scope
     namespaces = {ns["metadata"]["name"]: ns for ns in snapshot.namespaces}
     subnamespaces = {
         (sub["metadata"]["namespace"], sub["metadata"]["name"]): sub
         for sub in snapshot.subnamespaces
     }
-    lifecycle = plan_lifecycle(
-        Forest.build(namespaces.values()), namespaces, subnamespaces.values()
+    current = snapshot.forest
+    if current is None:
+        current = Forest.build(namespaces.values())
+    within = None if scope is None else _relevant(current, subnamespaces, scope)
+    judged = (
+        subnamespaces
+        if within is None
+        else {key: sub for key, sub in subnamespaces.items() if key[1] in within}
     )
-    forest = _future_forest(namespaces, lifecycle.created, lifecycle.deleted)
-    metadata = desired_metadata(forest, namespaces, subnamespaces, config)
+    lifecycle = plan_lifecycle(current, namespaces, judged.values())
+    forest = _future_forest(current, lifecycle.created, lifecycle.deleted)
+    metadata = desired_metadata(forest, namespaces, subnamespaces, config, within)
     actions: list[Action] = list(lifecycle.actions)
-    actions.extend(_namespace_writes(forest, namespaces, metadata, lifecycle.created))
+    actions.extend(_namespace_writes(namespaces, metadata, lifecycle.created))
     owners = snapshot.owners if snapshot.propagate_generated else None
     labels = _future_labels(forest, namespaces, metadata)
     for gvk in config.watches:
         objects = snapshot.objects.get(gvk, ())
-        actions.extend(plan_kind(gvk, objects, forest, config, owners, labels))
+        actions.extend(plan_kind(gvk, objects, forest, config, owners, labels, within))
     statuses = {}
     for verdict in lifecycle.verdicts:
         sub = subnamespaces[(verdict.namespace, verdict.name)]
@@ -170,21 +189,76 @@ def plan(snapshot: Snapshot) -> Plan:
         statuses[(verdict.namespace, verdict.name)] = status
         if status_differs(sub, status):
             actions.append(PatchSubNamespaceStatus(verdict.namespace, verdict.name, status))
+    if scope is not None:
+        actions = [action for action in actions if about(action) in scope]
+        statuses = {key: status for key, status in statuses.items() if key[1] in scope}
     return Plan(
         _order(actions, forest),
         statuses,
-        forest.problems(),
+        _problems(forest, scope),
         subnamespaces,
-        _label_problems(forest, config.tree_label_suffix),
+        _label_problems(forest, config.tree_label_suffix, within, scope),
+        scope,
     )
 
 
-def _label_problems(forest: Forest, suffix: str | None) -> dict[str, tuple[str, ...]]:
+def affected(forest: Forest, changed: Iterable[str]) -> frozenset[str]:
+    """The namespaces whose part of the plan a change in ``changed`` may alter: each of them
+    and everything downstream of it (what flows in comes from above)."""
+    found: set[str] = set()
+    for name in changed:
+        if name not in found:
+            found.update(forest.downstream(name))
+    return frozenset(found)
+
+
+def about(action: Action) -> str:
+    """The namespace an action belongs to in a scoped plan: a SubNamespace's actions belong
+    to the namespace it names, every other action to the namespace it targets."""
+    if isinstance(action, (AddFinalizer, RemoveFinalizer, PatchSubNamespaceStatus)):
+        return action.name
+    return action.namespace
+
+
+def _relevant(
+    forest: Forest, subnamespaces: Mapping[tuple[str, str], Object], scope: frozenset[str]
+) -> frozenset[str]:
+    """What the plan for ``scope`` must look at: the chains its namespaces inherit through,
+    and the SubNamespaces naming any of those with their parents' chains, since whether such
+    a namespace gets created or is being deleted decides what flows down."""
+    parents: dict[str, list[str]] = {}
+    for parent, name in subnamespaces:
+        parents.setdefault(name, []).append(parent)
+    found: set[str] = set()
+    pending = list(scope)
+    while pending:
+        for member in forest.walk_sources(pending.pop()).names:
+            if member not in found:
+                found.add(member)
+                pending.extend(parents.get(member, ()))
+    return frozenset(found)
+
+
+def _problems(forest: Forest, scope: frozenset[str] | None) -> dict[str, Problem]:
+    """Broken chains, among ``scope`` when given."""
+    if scope is None:
+        return forest.problems()
+    return {name: problem for name in scope if (problem := forest.problem(name)) is not None}
+
+
+def _label_problems(
+    forest: Forest,
+    suffix: str | None,
+    within: frozenset[str] | None,
+    scope: frozenset[str] | None,
+) -> dict[str, tuple[str, ...]]:
     """Tree labels too long to be written, by namespace; none at all when they are off."""
     if suffix is None:
         return {}
     found = {}
-    for name in forest.top_down():
+    for name in forest.top_down(within):
+        if scope is not None and name not in scope:
+            continue
         problems = tree_labels(forest, forest.nodes[name], suffix).problems
         if problems:
             found[name] = problems
@@ -205,23 +279,17 @@ def _future_labels(
     return labels
 
 
-def _future_forest(
-    namespaces: Mapping[str, Object], created: Mapping[str, str], deleted: set[str]
-) -> Forest:
+def _future_forest(current: Forest, created: Mapping[str, str], deleted: set[str]) -> Forest:
     """The namespaces as they will be after the pass: new ones in, deleted ones terminating."""
-    nodes = []
-    for name, obj in namespaces.items():
-        node = node_from_object(obj)
-        if name in deleted:
-            node = Node(node.name, node.labels, terminating=True)
-        nodes.append(node)
+    forest = current.copy()
+    for name in deleted:
+        forest.upsert(Node(name, current.nodes[name].labels, terminating=True))
     for name, parent in created.items():
-        nodes.append(Node(name, {LABEL_PARENT: parent, LABEL_CREATED_BY: CREATED_BY_VALUE}))
-    return Forest.build(nodes)
+        forest.upsert(Node(name, {LABEL_PARENT: parent, LABEL_CREATED_BY: CREATED_BY_VALUE}))
+    return forest
 
 
 def _namespace_writes(
-    forest: Forest,
     namespaces: Mapping[str, Object],
     metadata: Mapping[str, Metadata],
     created: Mapping[str, str],
@@ -271,16 +339,18 @@ def _object_key(action: Action) -> tuple[str, str, str, str] | None:
 
 def _order(actions: list[Action], forest: Forest) -> tuple[Step, ...]:
     """Sort actions into stages, parents before children, and link each to what it needs."""
-    depth = {name: index for index, name in enumerate(forest.top_down())}
-    unknown = len(depth)
 
-    def sort_key(action: Action) -> tuple[int, int, str, str]:
-        return (
-            _stage(action),
-            depth.get(action.namespace, unknown),
-            action.namespace,
-            action.describe(),
-        )
+    @functools.cache
+    def place(namespace: str) -> tuple[int, tuple[str, ...]]:
+        """Sources before dependents: a sound namespace by its chain from the top, then the
+        rest."""
+        chain = forest.walk_sources(namespace)
+        if namespace in forest and chain.end == "top":
+            return (0, chain.names[::-1])
+        return (1, ())
+
+    def sort_key(action: Action) -> tuple[int, tuple[int, tuple[str, ...]], str, str]:
+        return (_stage(action), place(action.namespace), action.namespace, action.describe())
 
     ordered = sorted(actions, key=sort_key)
     created: dict[str, int] = {}

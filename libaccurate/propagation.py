@@ -8,7 +8,7 @@ level and retargeted for each sibling, which keeps a pass over thousands of name
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,19 +72,21 @@ def plan_kind(
     config: Config,
     owners: Mapping[str, Object] | None = None,
     labels: Labels | None = None,
+    within: frozenset[str] | None = None,
 ) -> list[Action]:
     """Actions for one kind over a forest describing the namespaces after this pass.
 
     ``owners`` (by uid) turns on propagate-generated: controlled objects are annotated with
     their owner's verdict and, in the same pass, propagated as sources. ``labels`` gives a
     namespace's labels as they will be after this pass, which propagate-select matches
-    (the forest's labels when left out).
+    (the forest's labels when left out). ``within`` (closed upward) limits the walk to those
+    namespaces.
     """
     walk = _Walk(gvk, config, forest, labels or (lambda name: forest.nodes[name].labels))
-    by_namespace = _index(gvk, objects, forest)
+    by_namespace = _index(gvk, objects, forest if within is None else within)
     if owners is not None:
         _mark_generated(walk, by_namespace, owners)
-    for name in forest.top_down():
+    for name in forest.top_down(within):
         node = forest.nodes[name]
         existing = by_namespace.get(name, {})
         if node.terminating:
@@ -98,8 +100,9 @@ def plan_kind(
     return walk.actions
 
 
-def _index(gvk: GroupVersionKind, objects: Iterable[Object], forest: Forest) -> dict:
-    """Objects by namespace and name, each with its apiVersion and kind filled in.
+def _index(gvk: GroupVersionKind, objects: Iterable[Object], where: Container[str]) -> dict:
+    """Objects by namespace and name, of the namespaces ``where`` holds, each with its
+    apiVersion and kind filled in.
 
     List responses of the API do not always repeat them on items, and a clone needs them.
     """
@@ -107,7 +110,7 @@ def _index(gvk: GroupVersionKind, objects: Iterable[Object], forest: Forest) -> 
     for obj in objects:
         metadata = _metadata(obj)
         namespace = metadata.get("namespace", "")
-        if namespace not in forest:
+        if namespace not in where:
             continue
         if obj.get("apiVersion") != gvk.api_version or obj.get("kind") != gvk.kind:
             obj = {**obj, "apiVersion": gvk.api_version, "kind": gvk.kind}

@@ -395,3 +395,28 @@ def test_moving_a_namespace_updates_both_parents_and_what_breaks_below() -> None
     assert (forest.children("a"), forest.children("b")) == ((), ("c",))
     forest.remove("b")
     assert forest.problem("c") == Problem("MissingReference", ("c", "b"))
+
+
+@given(forests(), st.lists(st.sampled_from([*NAMES, "missing"])))
+def test_top_down_within_an_upward_closed_set_is_the_whole_walk_restricted(
+    forest: Forest, names: list[str]
+) -> None:
+    within = forest.upward(names)
+
+    assert set(names) <= within
+    for name in within:
+        assert set(forest.walk_sources(name).names) <= within
+    assert forest.top_down(within) == tuple(n for n in forest.top_down() if n in within)
+
+
+@given(forests(), _changes)
+def test_a_copy_changes_apart_from_its_original(forest: Forest, changes: list[Node | str]) -> None:
+    before = answers(forest)
+    copied = forest.copy()
+    assert answers(copied) == before
+    for change in changes:
+        if isinstance(change, Node):
+            copied.upsert(change)
+        else:
+            copied.remove(change)
+    assert answers(forest) == before

@@ -7,6 +7,7 @@ are applied by the in-memory world, which behaves like the API server.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -14,12 +15,9 @@ from hypothesis import strategies as st
 
 from libaccurate.actions import (
     Action,
-    AddFinalizer,
     AnnotateObject,
     DeleteNamespace,
     DeleteObject,
-    PatchSubNamespaceStatus,
-    RemoveFinalizer,
     ReplaceObject,
 )
 from libaccurate.cloning import clone, copied_from, propagate_mode
@@ -34,7 +32,7 @@ from libaccurate.constants import (
     PROPAGATE_UPDATE,
 )
 from libaccurate.forest import Forest
-from libaccurate.planner import plan
+from libaccurate.planner import Plan, Snapshot, about, affected, plan
 from tests.unit.planner_world import ROLE, SECRET, World, settle
 
 CONFIG = Config(
@@ -168,17 +166,10 @@ def test_applying_a_plan_reaches_a_fixpoint_in_one_pass(world):
     assert world.failures == []
     freed = {a.name for a in first.changes() if isinstance(a, DeleteNamespace)}
     second = plan(world.snapshot())
-    assert {_concerned(a) for a in second.changes()} <= freed
+    assert {about(a) for a in second.changes()} <= freed
     world.apply(second)
     assert world.failures == []
     assert plan(world.snapshot()).changes() == ()
-
-
-def _concerned(action: Action) -> str:
-    """The namespace an action is about: a SubNamespace's own, else where it acts."""
-    if isinstance(action, PatchSubNamespaceStatus | AddFinalizer | RemoveFinalizer):
-        return action.name
-    return action.namespace
 
 
 @PROPERTY_SETTINGS
@@ -229,6 +220,70 @@ def test_a_settled_cluster_disturbed_by_a_user_settles_in_one_pass(world, data):
         data.draw(st.sampled_from(names)), "team", data.draw(st.sampled_from([None, "1", "9"]))
     )
     world.apply(plan(world.snapshot()))
+    assert world.failures == []
+    assert plan(world.snapshot()).changes() == ()
+
+
+def _scoped(snapshot: Snapshot, scope: set[str]) -> Snapshot:
+    """The snapshot as a controller that keeps a forest plans what changed."""
+    forest = Forest.build(snapshot.namespaces)
+    return dataclasses.replace(snapshot, forest=forest, scope=frozenset(scope))
+
+
+def _steps(planned: Plan) -> list[tuple[int, Action, tuple[Action, ...]]]:
+    """Each step with what it waits for, by action rather than by index."""
+    return [
+        (step.stage, step.action, tuple(planned.steps[i].action for i in step.after))
+        for step in planned.steps
+    ]
+
+
+@PROPERTY_SETTINGS
+@given(worlds(), st.data())
+def test_a_scoped_plan_is_the_whole_plan_about_its_scope(world, data):
+    """Whatever the scope, planning only it gives what the whole plan says about it, in the
+    same order and with the same prerequisites among those steps."""
+    scope = set(data.draw(st.lists(st.sampled_from([*NAMES, "n1", "n2", "gone"]))))
+    snapshot = world.snapshot()
+    whole = plan(snapshot)
+    part = plan(_scoped(snapshot, scope))
+    assert [action for _, action, _ in _steps(part)] == [
+        a for a in whole.actions if about(a) in scope
+    ]
+    kept = {id(a) for a in whole.actions if about(a) in scope}
+    assert _steps(part) == [
+        (stage, action, tuple(a for a in after if id(a) in kept))
+        for stage, action, after in _steps(whole)
+        if id(action) in kept
+    ]
+    assert part.statuses == {k: v for k, v in whole.statuses.items() if k[1] in scope}
+    assert part.problems == {k: v for k, v in whole.problems.items() if k in scope}
+
+
+@PROPERTY_SETTINGS
+@given(worlds(), st.data())
+def test_planning_only_what_changed_settles_a_disturbed_cluster(world, data):
+    """A settled cluster disturbed by a user settles when the controller plans only what the
+    change affects: the namespaces written and everything downstream of them."""
+    world.apply(plan(world.snapshot()))
+    world.failures.clear()
+    changed: set[str] = set()
+    copies = [key for key, obj in world.objects.items() if copied_from(obj) is not None]
+    if copies and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(copies))
+        del world.objects[key]
+        changed.add(key[1])
+    sources = [key for key, obj in world.objects.items() if propagate_mode(obj) is not None]
+    if sources and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sources))
+        world.objects[key].pop("data", None)
+        world.objects[key]["rules"] = [{"verbs": ["changed"]}]
+        changed.add(key[1])
+    name = data.draw(st.sampled_from(sorted(world.namespaces)))
+    world.label_by_hand(name, "team", data.draw(st.sampled_from([None, "1", "9"])))
+    changed.add(name)
+    snapshot = world.snapshot()
+    world.apply(plan(_scoped(snapshot, affected(Forest.build(snapshot.namespaces), changed))))
     assert world.failures == []
     assert plan(world.snapshot()).changes() == ()
 
