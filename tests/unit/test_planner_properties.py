@@ -8,6 +8,7 @@ are applied by the in-memory world, which behaves like the API server.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -224,7 +225,7 @@ def test_a_settled_cluster_disturbed_by_a_user_settles_in_one_pass(world, data):
     assert plan(world.snapshot()).changes() == ()
 
 
-def _scoped(snapshot: Snapshot, scope: set[str]) -> Snapshot:
+def _scoped(snapshot: Snapshot, scope: Iterable[str]) -> Snapshot:
     """The snapshot as a controller that keeps a forest plans what changed."""
     forest = Forest.build(snapshot.namespaces)
     return dataclasses.replace(snapshot, forest=forest, scope=frozenset(scope))
