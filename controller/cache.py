@@ -180,6 +180,9 @@ class Cache:
         self._stopping = False
         self._changed = threading.Condition()
         self._forest = Forest()
+        # What changed since the last take_changes(), by kind: the keys of those objects; not
+        # kept before the first call, as a cache nobody asks (the webhook process's) needs none.
+        self._touched: dict[str, set[Key]] | None = None
 
     def start(self, stop: threading.Event) -> None:
         """Start one thread per kind; they run until ``stop`` is set (daemon threads). Waits
@@ -211,6 +214,21 @@ class Cache:
     def items(self, resource: str) -> list[Obj]:
         with self._changed:
             return list(self._objects[resource].values())
+
+    def namespaces(self) -> tuple[list[Obj], Forest]:
+        """The namespaces and a copy of their forest, taken together so that they agree."""
+        with self._changed:
+            return list(self._objects[NAMESPACES].values()), self._forest.copy()
+
+    def take_changes(self) -> dict[str, set[Key]]:
+        """The objects changed (written, created, deleted) since the last call, by kind.
+
+        Take them before reading the objects: a change that lands in between is then both in
+        what is read and in the next call's answer, never in neither.
+        """
+        with self._changed:
+            taken, self._touched = self._touched or {}, {}
+            return taken
 
     @contextmanager
     def reading(self) -> Iterator[Forest]:
@@ -290,8 +308,12 @@ class Cache:
             first = resource not in self._listed
             self._listed.add(resource)
             before = {key: _version(obj) for key, obj in old.items()}
-            if first or before != {key: _version(obj) for key, obj in objects.items()}:
-                self._bump()
+            after = {key: _version(obj) for key, obj in objects.items()}
+            differing = {
+                key for key in before.keys() | after.keys() if before.get(key) != after.get(key)
+            }
+            if first or differing:
+                self._bump(resource, differing)
             else:
                 self._changed.notify_all()
 
@@ -311,17 +333,19 @@ class Cache:
                     objects[_key(kept)] = kept
                     if resource == NAMESPACES:
                         self._forest.upsert(node_from_object(kept))
-                    self._bump()
+                    self._bump(resource, {_key(kept)})
                     return version
             elif kind == "DELETED" and objects.pop(_key(obj), None) is not None:
                 if resource == NAMESPACES:
                     self._forest.remove(_key(obj)[1])
-                self._bump()
+                self._bump(resource, {_key(obj)})
                 return version
             self._changed.notify_all()
         return version
 
-    def _bump(self) -> None:
+    def _bump(self, resource: str, keys: Iterable[Key]) -> None:
+        if self._touched is not None:
+            self._touched.setdefault(resource, set()).update(keys)
         self._version += 1
         self._changed.notify_all()
 

@@ -1,12 +1,15 @@
 """The reconcile loop: plan from the cache, apply the difference, again whenever anything changed.
 
-The loop is level-based: a pass never looks at what changed, only at the whole picture, so a
-missed or merged event can delay work but never lose it. A pass runs when the cache changed
-(after a short quiet spell, so that a burst of changes is planned once), when the resync period
-is up, and sooner after a pass that left work behind, with growing pauses while it keeps
-failing. Before planning again it waits until the cache shows the controller's own writes of the
-previous pass, so that it does not act twice on the same stale picture. Only the leader plans
-and writes; a pass with nothing to do sends no request at all.
+The loop is level-based: a pass compares the whole picture of what it plans with what should
+be, never trusting an event to say what to do, so a missed or merged event can delay work but
+never lose it. A pass runs when the cache changed (after a short quiet spell, so that a burst of
+changes is planned once), when the resync period is up, and sooner after a pass that left work
+behind, with growing pauses while it keeps failing. A pass prompted by changes plans only the
+namespaces they affect (the planner's scope), so that its cost follows the change rather than
+the cluster; the first pass, a pass after one that left work behind or failed, and the resync
+pass plan everything. Before planning again it waits until the cache shows the controller's own
+writes of the previous pass, so that it does not act twice on the same stale picture. Only the
+leader plans and writes; a pass with nothing to do sends no request at all.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from controller.applier import Applier, Report
 from controller.cache import NAMESPACES, SUBNAMESPACES, Cache, Expectation, resource_name
@@ -25,7 +29,10 @@ from controller.sudoers import Sudoers
 from controller.throttle import Backoff
 from libaccurate.config import Config, WatchedResource
 from libaccurate.forest import Problem
-from libaccurate.planner import Snapshot, plan
+from libaccurate.planner import Snapshot, affected, plan
+
+Scope = frozenset[str] | None
+T = TypeVar("T")
 
 # A burst of changes (kubectl apply -f of a folder) lands within this quiet spell...
 QUIET = 0.05
@@ -71,6 +78,9 @@ class Loop:
         self.sudoers = sudoers
         self._problems: Mapping[str, Problem] = {}
         self._label_problems: Mapping[str, tuple[str, ...]] = {}
+        # Whether the next pass must plan everything: nothing planned yet, or a pass left work
+        # behind that the changes since would not lead back to.
+        self._whole = True
 
     def run(self, stop: threading.Event) -> None:
         pause = Backoff(first=0.5, limit=60.0)
@@ -81,7 +91,7 @@ class Loop:
             if not self.leadership.is_leader():
                 if not self.leadership.wait(stop):
                     return
-                seen, due = None, time.monotonic()
+                seen, due, self._whole = None, time.monotonic(), True
             if not self.cache.synced:
                 self.cache.wait_for_change(self.cache.version, timeout=0.5)
                 continue
@@ -99,30 +109,34 @@ class Loop:
                     },
                 )
             seen = self.cache.version
+            self._whole = self._whole or time.monotonic() >= due
             report = self._pass()
             expectations = report.expectations if report else ()
             if report is None or report.count("done") == len(report.outcomes):
                 pause.reset()
                 due = time.monotonic() + self.resync_period
             else:
+                self._whole = True
                 due = time.monotonic() + pause.next()
 
     def _pass(self) -> Report | None:
         """Plan from the cache and apply; None when there was nothing to do (or it broke)."""
         started = time.monotonic()
+        whole, self._whole = self._whole, False
         try:
-            snapshot = self.snapshot()
+            snapshot = self.snapshot(whole)
             if self.sudoers is not None:
                 self.sudoers.keep(snapshot)
             planned = plan(snapshot)
-            self._report_problems(planned.problems)
-            self._report_label_problems(planned.label_problems)
+            self._report_problems(planned.problems, planned.scope)
+            self._report_label_problems(planned.label_problems, planned.scope)
             if not planned.steps:
                 return None
             report = self.applier.apply(planned, snapshot)
         except Exception:
             # A bug in one pass must not stop the controller; the next pass starts afresh.
             log.exception("reconcile pass failed")
+            self._whole = True
             return None
         finally:
             self.metrics.observe_pass(time.monotonic() - started)
@@ -130,6 +144,7 @@ class Loop:
             "reconcile pass done",
             extra={
                 "seconds": round(time.monotonic() - started, 3),
+                "namespaces": "all" if planned.scope is None else len(planned.scope),
                 **{
                     result: report.count(result)
                     for result in ("done", "replan", "failed", "skipped")
@@ -138,8 +153,11 @@ class Loop:
         )
         return report
 
-    def snapshot(self) -> Snapshot:
-        """The cache's picture as the planner takes it."""
+    def snapshot(self, whole: bool = True) -> Snapshot:
+        """The cache's picture as the planner takes it: all of it, or (``whole`` False) what
+        changed since the last snapshot and what that affects."""
+        changes = self.cache.take_changes()
+        namespaces, forest = self.cache.namespaces()
         objects = {
             w.gvk: self.cache.items(resource_name(w.gvk.group, w.plural)) for w in self.watched
         }
@@ -148,30 +166,53 @@ class Loop:
             owners = self.owners.lookup(o for items in objects.values() for o in items)
         return Snapshot(
             config=self.config,
-            namespaces=self.cache.items(NAMESPACES),
+            namespaces=namespaces,
             subnamespaces=self.cache.items(SUBNAMESPACES),
             objects=objects,
             owners=owners,
             propagate_generated=self.owners is not None,
+            forest=forest,
+            scope=None if whole else affected(forest, _namespaces_of(changes)),
         )
 
-    def _report_problems(self, problems: Mapping[str, Problem]) -> None:
+    def _report_problems(self, problems: Mapping[str, Problem], scope: Scope) -> None:
         """Log broken namespace chains when they appear or go, not in every pass."""
-        for name, problem in problems.items():
+        found = _merged(self._problems, problems, scope)
+        for name, problem in found.items():
             if self._problems.get(name) != problem:
                 log.warning(
                     "namespace gets nothing propagated",
                     extra={"namespace": name, "problem": problem.message},
                 )
-        for name in self._problems.keys() - problems.keys():
+        for name in self._problems.keys() - found.keys():
             log.info("namespace chain repaired", extra={"namespace": name})
-        self._problems = dict(problems)
+        self._problems = found
 
-    def _report_label_problems(self, problems: Mapping[str, tuple[str, ...]]) -> None:
+    def _report_label_problems(self, problems: Mapping[str, tuple[str, ...]], scope: Scope) -> None:
         """Log tree labels that cannot be written when that starts, not in every pass."""
-        for name, lines in problems.items():
+        found = _merged(self._label_problems, problems, scope)
+        for name, lines in found.items():
             if self._label_problems.get(name) != lines:
                 log.warning(
                     "namespace lacks tree labels", extra={"namespace": name, "problem": lines}
                 )
-        self._label_problems = dict(problems)
+        self._label_problems = found
+
+
+def _namespaces_of(changes: Mapping[str, Iterable[tuple[str, str]]]) -> set[str]:
+    """The namespaces that changed objects are about: a namespace itself, the namespace a
+    SubNamespace names, the namespace any other object is in."""
+    names: set[str] = set()
+    for resource, keys in changes.items():
+        if resource in (NAMESPACES, SUBNAMESPACES):
+            names.update(name for _, name in keys)
+        else:
+            names.update(namespace for namespace, _ in keys)
+    return names
+
+
+def _merged(previous: Mapping[str, T], found: Mapping[str, T], scope: Scope) -> dict[str, T]:
+    """What a plan found about its scope, over what earlier passes found elsewhere."""
+    if scope is None:
+        return dict(found)
+    return {**{k: v for k, v in previous.items() if k not in scope}, **found}

@@ -32,7 +32,7 @@ from libaccurate.access import (
     sudoers,
 )
 from libaccurate.config import WatchedResource
-from libaccurate.forest import node_from_object
+from libaccurate.forest import Forest
 from libaccurate.kube import ApiError, Kube, KubeError, resource_path
 from libaccurate.planner import Snapshot
 
@@ -145,8 +145,10 @@ def _role_bindings(snapshot: Snapshot) -> list[Mapping[str, Any]]:
 
 
 def _roots(snapshot: Snapshot) -> set[str]:
-    nodes = (node_from_object(namespace) for namespace in snapshot.namespaces)
-    return {node.name for node in nodes if node.is_root and not node.terminating}
+    forest = snapshot.forest
+    if forest is None:
+        forest = Forest.build(snapshot.namespaces)
+    return {name for name in forest.roots() if not forest.nodes[name].terminating}
 
 
 def _user_of(obj: Obj) -> str:
