@@ -281,6 +281,8 @@ def _future_labels(
 
 def _future_forest(current: Forest, created: Mapping[str, str], deleted: set[str]) -> Forest:
     """The namespaces as they will be after the pass: new ones in, deleted ones terminating."""
+    if not created and not deleted:
+        return current
     forest = current.copy()
     for name in deleted:
         forest.upsert(Node(name, current.nodes[name].labels, terminating=True))
