@@ -29,6 +29,7 @@ from libaccurate.actions import (
     ReplaceObject,
     SubNamespaceStatus,
 )
+from libaccurate.cloning import copied_from
 from libaccurate.config import Config, GroupVersionKind
 from libaccurate.constants import CREATED_BY_VALUE, LABEL_CREATED_BY, LABEL_PARENT
 from libaccurate.forest import Forest, Node, Problem
@@ -165,7 +166,10 @@ def plan(snapshot: Snapshot) -> Plan:
     current = snapshot.forest
     if current is None:
         current = Forest.build(namespaces.values())
-    within = None if scope is None else _relevant(current, subnamespaces, scope)
+    within = None
+    if scope is not None:
+        seeds = scope | _upstreams(snapshot.objects, scope)
+        within = _relevant(current, subnamespaces, seeds)
     judged = (
         subnamespaces
         if within is None
@@ -220,17 +224,32 @@ def about(action: Action) -> str:
     return action.namespace
 
 
-def _relevant(
-    forest: Forest, subnamespaces: Mapping[tuple[str, str], Object], scope: frozenset[str]
+def _upstreams(
+    objects: Mapping[GroupVersionKind, Sequence[Object]], scope: frozenset[str]
 ) -> frozenset[str]:
-    """What the plan for ``scope`` must look at: the chains its namespaces inherit through,
-    and the SubNamespaces naming any of those with their parents' chains, since whether such
-    a namespace gets created or is being deleted decides what flows down."""
+    """The namespaces the copies in ``scope`` say they were copied from: a stale copy is
+    deleted in the name of the top of its chain, which the walk finds from there."""
+    found = set()
+    for items in objects.values():
+        for obj in items:
+            if (obj.get("metadata") or {}).get("namespace") in scope:
+                upstream = copied_from(obj)
+                if upstream is not None:
+                    found.add(upstream)
+    return frozenset(found)
+
+
+def _relevant(
+    forest: Forest, subnamespaces: Mapping[tuple[str, str], Object], seeds: frozenset[str]
+) -> frozenset[str]:
+    """What the plan for ``seeds`` must look at: the chains they inherit through, and the
+    SubNamespaces naming any of those with their parents' chains, since whether such a
+    namespace gets created or is being deleted decides what flows down."""
     parents: dict[str, list[str]] = {}
     for parent, name in subnamespaces:
         parents.setdefault(name, []).append(parent)
     found: set[str] = set()
-    pending = list(scope)
+    pending = list(seeds)
     while pending:
         for member in forest.walk_sources(pending.pop()).names:
             if member not in found:

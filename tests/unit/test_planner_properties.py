@@ -266,7 +266,7 @@ def test_a_scoped_plan_is_the_whole_plan_about_its_scope(world, data):
 def test_planning_only_what_changed_settles_a_disturbed_cluster(world, data):
     """A settled cluster disturbed by a user settles when the controller plans only what the
     change affects: the namespaces written and everything downstream of them."""
-    world.apply(plan(world.snapshot()))
+    settle(world)
     world.failures.clear()
     changed: set[str] = set()
     copies = [key for key, obj in world.objects.items() if copied_from(obj) is not None]
