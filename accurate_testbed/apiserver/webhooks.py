@@ -399,9 +399,11 @@ def _mutate(
 
 
 def _validate(webhooks: list[Webhook], request: AdmissionRequest, warnings: list[str]) -> None:
-    """Validating webhooks are called in parallel; the first refusal in their order wins."""
-    if not webhooks:
-        return
+    """Validating webhooks are called in parallel; the first refusal in their order wins.
+
+    A single one is called on the request's own thread: starting a thread for it would add to
+    every admitted write a cost that kube-apiserver, starting a goroutine, does not have.
+    """
 
     def outcome(webhook: Webhook) -> AdmissionDenied | None:
         try:
@@ -410,8 +412,12 @@ def _validate(webhooks: list[Webhook], request: AdmissionRequest, warnings: list
             return denied
         return None
 
-    with ThreadPoolExecutor(max_workers=len(webhooks)) as pool:
-        refusals = [denied for denied in pool.map(outcome, webhooks) if denied is not None]
+    if len(webhooks) <= 1:
+        outcomes = [outcome(webhook) for webhook in webhooks]
+    else:
+        with ThreadPoolExecutor(max_workers=len(webhooks)) as pool:
+            outcomes = list(pool.map(outcome, webhooks))
+    refusals = [denied for denied in outcomes if denied is not None]
     if refusals:
         raise refusals[0]
 
