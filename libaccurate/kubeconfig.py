@@ -31,7 +31,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 DEFAULT_KUBECONFIG = "~/.kube/config"
@@ -56,9 +56,10 @@ class _Invalid(Exception):
     """A problem in the chosen kubeconfig entries or flags; the caller says where they came from."""
 
 
-@dataclass(frozen=True)
-class ConnectionOptions:
-    """kubectl's generic connection flags; None means "as the kubeconfig says"."""
+class ConnectionOptions(NamedTuple):
+    """kubectl's generic connection flags; None means "as the kubeconfig says". A NamedTuple:
+    every ``kubectl accurate`` command makes one at start, and a frozen dataclass of this many
+    fields cost 2 % of a ``list`` to define (issue 18, docs/design-notes.md)."""
 
     kubeconfig: str | None = None
     context: str | None = None
@@ -73,7 +74,7 @@ class ConnectionOptions:
     tls_server_name: str | None = None
     request_timeout: str | None = None
     impersonate: str | None = None
-    impersonate_groups: tuple[str, ...] = field(default=())
+    impersonate_groups: tuple[str, ...] = ()
     namespace: str | None = None
 
 

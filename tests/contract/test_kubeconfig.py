@@ -10,7 +10,6 @@ a real cluster may not) or small local ones that report what reached them.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 import re
 import ssl
@@ -257,8 +256,7 @@ def test_client_certificates_reach_the_server(
     config = one_context(tmp_path / "config", cluster, user)
     options = ConnectionOptions(kubeconfig=str(config))
     if form == "flags":
-        options = dataclasses.replace(
-            options,
+        options = options._replace(
             client_certificate=str(tmp_path / "pki" / "alice.crt"),
             client_key=str(tmp_path / "pki" / "alice.key"),
         )
