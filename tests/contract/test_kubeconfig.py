@@ -178,6 +178,31 @@ def test_a_token_file_is_read_again_and_wins_over_an_inline_token(
     assert kube.get(NAMESPACE)["metadata"]["name"] == "default"
 
 
+@pytest.mark.parametrize(
+    ("user", "secrets"),
+    [
+        (
+            {
+                "token": "s3cr3t-token",
+                "client-certificate-data": base64.b64encode(b"CERT").decode(),
+                "client-key-data": base64.b64encode(b"s3cr3t-key").decode(),
+            },
+            ("s3cr3t-token", "s3cr3t-key"),
+        ),
+        ({"username": "alice", "password": "s3cr3t-password"}, ("s3cr3t-password",)),
+    ],
+)
+def test_credentials_never_show_their_secrets(
+    tmp_path: Path, user: dict[str, str], secrets: tuple[str, ...]
+) -> None:
+    config = one_context(tmp_path / "config", {"server": "https://127.0.0.1:6443"}, user)
+    credentials = load_credentials(ConnectionOptions(kubeconfig=str(config)))
+    shown = repr(credentials)
+    assert shown.startswith("Credentials(host='https://127.0.0.1:6443'")
+    assert "user_entry='u'" in shown
+    assert [secret for secret in secrets if secret in shown] == []
+
+
 # TLS, client certificates and plain http
 
 
