@@ -5,7 +5,11 @@ cross-compile, so CI runs it once per platform) and packs
 ``kubectl-accurate_<tag>_<os>_<arch>.tar.gz`` with the binary, the ``_internal`` folder beside it
 and LICENSE at the archive root. The binary is PyInstaller's one-folder kind: a one-file binary
 unpacks its whole Python into a temporary folder on every run, which cost every command about
-0.6 s (bench scenario 11, bench/RESULTS.md); the folder is unpacked once, by krew.
+0.6 s (bench scenario 11, bench/RESULTS.md); the folder is unpacked once, by krew. Its Python
+modules are plain ``.pyc`` files in that folder (PyInstaller's ``noarchive``), imported as
+Python imports them anywhere: out of PyInstaller's compressed archive, each one was inflated and
+loaded by PyInstaller's own importer, written in Python, which made ``--version`` cost half as
+much again as in the console script (bench/RESULTS.md, "Start-up, third pass").
 ``manifest`` then takes the archives of every platform, writes ``checksums.txt`` and renders
 the krew manifest ``krew/accurate.yaml`` from ``krew/accurate.template.yaml``.
 
@@ -68,8 +72,10 @@ EXCLUDED_MODULES = (
 # Runtime hooks PyInstaller adds because a module is somewhere in the bundle, which the plugin
 # does not need and which every start ran (issue 18, bench/RESULTS.md): multiprocessing's (for
 # child processes started by multiprocessing, which nothing here starts; the kubernetes package
-# uses its thread pool only) and inspect's (source lookup of frozen modules, importing zipfile).
-DROPPED_RUNTIME_HOOKS = ("pyi_rth_multiprocessing", "pyi_rth_inspect")
+# uses its thread pool only), inspect's (source lookup of frozen modules, importing zipfile) and
+# pkgutil's (teaching ``pkgutil.iter_modules`` to list PyInstaller's archive, which this build
+# does not make; nothing the plugin runs lists modules).
+DROPPED_RUNTIME_HOOKS = ("pyi_rth_multiprocessing", "pyi_rth_inspect", "pyi_rth_pkgutil")
 
 
 class ReleaseError(Exception):
@@ -154,6 +160,8 @@ def freeze(work: Path) -> Path:
         "--collect-submodules=rich._unicode_data",
         # The plugin imports the modules of some commands by name, when they are used.
         "--collect-submodules=kubectl_accurate",
+        # Modules as .pyc files in CONTENTS rather than in a compressed archive (see above).
+        "--debug=noarchive",
         *(f"--exclude-module={name}" for name in EXCLUDED_MODULES),
         str(LAUNCHER),
     )

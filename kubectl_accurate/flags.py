@@ -12,9 +12,8 @@ discovery answers are kept (``kubectl_accurate.subnamespace_api``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
@@ -31,8 +30,7 @@ CACHE_DIR = "cache_dir"
 USER_AGENT = f"kubectl-accurate/{__version__}"
 
 
-@dataclass(frozen=True)
-class _Flag:
+class _Flag(NamedTuple):
     decls: tuple[str, ...]
     help: str
     metavar: str = ""

@@ -22,8 +22,7 @@ import importlib
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
@@ -65,12 +64,12 @@ class Group(click.Group):
         return super().get_command(ctx, self.aliases.get(cmd_name, cmd_name))
 
 
-@dataclass(frozen=True)
-class Deferred:
+class Deferred(NamedTuple):
     """A command kept in a module of its own, imported only when that command is used (issue
     18: importing them all cost every start 25 ms). ``summary`` is the first paragraph of its
     help, which ``--help`` and shell completion list without importing the module;
-    tests/unit/test_cli_commands.py checks it against the command's own help."""
+    tests/unit/test_cli_commands.py checks it against the command's own help. A NamedTuple, as
+    every record made at start-up: see docs/design-notes.md, "Start-up"."""
 
     module: str
     summary: str

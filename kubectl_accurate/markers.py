@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.subnamespace_api import SubNamespaceApi
@@ -32,8 +31,7 @@ LEGEND = {
 UNKNOWN_ORIGIN = "sub-namespace (made or grafted: the SubNamespaces could not all be read)"
 
 
-@dataclass(frozen=True)
-class Origins:
+class Origins(NamedTuple):
     """What the SubNamespaces read say: the namespaces they made, and the namespaces whose
     SubNamespaces were read (None: every namespace's, from one cluster-wide LIST)."""
 

@@ -16,7 +16,6 @@ import os
 import re
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from libaccurate import subnamespaces
@@ -39,13 +38,14 @@ class NotServed(KubeError):
     """The cluster serves no SubNamespace version this plugin speaks."""
 
 
-def cache_root(cache_dir: str | None) -> Path:
-    """Where kubectl keeps its caches, given its --cache-dir flag and environment."""
+def cache_root(cache_dir: str | None) -> str:
+    """Where kubectl keeps its caches, given its --cache-dir flag and environment. Paths are
+    plain strings: ``pathlib`` would be imported by every command for this alone (issue 18)."""
     if cache_dir:
-        return Path(cache_dir).expanduser()
+        return os.path.expanduser(cache_dir)
     if os.environ.get("KUBECACHEDIR"):
-        return Path(os.environ["KUBECACHEDIR"])
-    return Path.home() / ".kube" / "cache"
+        return os.environ["KUBECACHEDIR"]
+    return os.path.join(os.path.expanduser("~"), ".kube", "cache")
 
 
 class SubNamespaceApi:
@@ -54,7 +54,7 @@ class SubNamespaceApi:
     def __init__(self, kube: Kube, cache_dir: str | None = None) -> None:
         self.kube = kube
         host = _UNSAFE.sub("_", re.sub(r"^https?://", "", kube.host))
-        self.cache = cache_root(cache_dir) / "discovery" / host / GROUP / CACHE_FILE
+        self.cache = os.path.join(cache_root(cache_dir), "discovery", host, GROUP, CACHE_FILE)
         self._version: str | None = None
         self._from_cache = False
 
@@ -107,9 +107,10 @@ class SubNamespaceApi:
 
     def _cached(self) -> str | None:
         try:
-            if time.time() - self.cache.stat().st_mtime > CACHE_TTL:
+            if time.time() - os.stat(self.cache).st_mtime > CACHE_TTL:
                 return None
-            version = json.loads(self.cache.read_text()).get("version")
+            with open(self.cache, encoding="utf-8") as stream:
+                version = json.load(stream).get("version")
         except (OSError, ValueError, AttributeError):
             return None
         return version if version in subnamespaces.VERSIONS else None
@@ -139,10 +140,11 @@ class SubNamespaceApi:
         """Keep the answer for the next command; a cache that cannot be written costs only a
         request next time, as with kubectl."""
         try:
-            self.cache.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.cache.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps({"version": version}))
-            temporary.replace(self.cache)
+            os.makedirs(os.path.dirname(self.cache), exist_ok=True)
+            temporary = f"{os.path.splitext(self.cache)[0]}.{os.getpid()}.tmp"
+            with open(temporary, "w", encoding="utf-8") as stream:
+                json.dump({"version": version}, stream)
+            os.replace(temporary, self.cache)
         except OSError:
             return
 

@@ -11,7 +11,6 @@ then found with each sudo identity their RBAC lets them take.
 from __future__ import annotations
 
 import subprocess
-from dataclasses import fields
 
 import click
 
@@ -218,10 +217,9 @@ def _sudo_roots(kube: Kube, namespace: str) -> list[str]:
 def _kubectl_flags(options: ConnectionOptions) -> list[str]:
     """The connection flags given to the plugin, for the kubectl it runs (same names)."""
     flags = []
-    for field in fields(ConnectionOptions):
-        value = getattr(options, field.name)
-        if field.name in _IMPERSONATION or not value:
+    for name, value in options._asdict().items():
+        if name in _IMPERSONATION or not value:
             continue
-        flag = "--" + field.name.replace("_", "-")
+        flag = "--" + name.replace("_", "-")
         flags.append(flag if value is True else f"{flag}={value}")
     return flags

@@ -9,16 +9,14 @@ once more and not followed, so a broken forest still prints.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubectl_accurate.output import Printer
 
 BRANCH, LAST, PIPE, SPACE = "├── ", "└── ", "│   ", "    "
 
 
-@dataclass(frozen=True)
-class Tree:
+class Tree(NamedTuple):
     name: str
     below: tuple[Tree, ...]
     repeated: bool = False

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
@@ -430,9 +430,10 @@ def _load_client_certificate(context: ssl.SSLContext, credentials: Credentials) 
 
 
 def _private_file(folder: str, name: str, data: bytes) -> str:
-    path = Path(folder) / name
-    path.write_bytes(data)
-    return str(path)
+    path = os.path.join(folder, name)
+    with open(path, "wb") as stream:
+        stream.write(data)
+    return path
 
 
 def _events(response: HTTPResponse, path: str) -> Iterator[dict[str, Any]]:

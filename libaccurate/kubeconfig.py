@@ -30,14 +30,15 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 DEFAULT_KUBECONFIG = "~/.kube/config"
 # How often a token file is read again, as client-go does for rotated tokens.
 TOKEN_REREAD_SECONDS = 60.0
 
+# What ``repr(Credentials)`` leaves out: secrets, and the function that makes them.
+_UNSHOWN = frozenset({"key_data", "token", "token_source", "password"})
 _SECTIONS = ("clusters", "users", "contexts")
 # The fields of each section that name files, resolved against the file holding the entry.
 _PATH_FIELDS = {
@@ -56,9 +57,10 @@ class _Invalid(Exception):
     """A problem in the chosen kubeconfig entries or flags; the caller says where they came from."""
 
 
-@dataclass(frozen=True)
-class ConnectionOptions:
-    """kubectl's generic connection flags; None means "as the kubeconfig says"."""
+class ConnectionOptions(NamedTuple):
+    """kubectl's generic connection flags; None means "as the kubeconfig says". A NamedTuple:
+    every ``kubectl accurate`` command makes one at start, and a frozen dataclass of this many
+    fields cost 2 % of a ``list`` to define (issue 18, docs/design-notes.md)."""
 
     kubeconfig: str | None = None
     context: str | None = None
@@ -73,17 +75,17 @@ class ConnectionOptions:
     tls_server_name: str | None = None
     request_timeout: str | None = None
     impersonate: str | None = None
-    impersonate_groups: tuple[str, ...] = field(default=())
+    impersonate_groups: tuple[str, ...] = ()
     namespace: str | None = None
 
 
-@dataclass(frozen=True)
-class Credentials:
+class Credentials(NamedTuple):
     """Where the API server is and what to show it.
 
     Each of the CA, the client certificate and the client key is a file or PEM data, never
     both. ``token_source``, when set, gives the token to send now: a token file read again, an
-    exec plugin run again once its credential expires.
+    exec plugin run again once its credential expires. A NamedTuple, as ``ConnectionOptions``;
+    its ``repr`` leaves out the secrets (``_UNSHOWN``).
     """
 
     host: str
@@ -92,17 +94,24 @@ class Credentials:
     cert_file: str | None = None
     cert_data: bytes | None = None
     key_file: str | None = None
-    key_data: bytes | None = field(default=None, repr=False)
-    token: str | None = field(default=None, repr=False)
-    token_source: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+    key_data: bytes | None = None
+    token: str | None = None
+    token_source: Callable[[], str] | None = None
     username: str | None = None
-    password: str | None = field(default=None, repr=False)
+    password: str | None = None
     verify: bool = True
     tls_server_name: str | None = None
     # The namespace commands are about when none is named: -n, else the context's, as kubectl.
     namespace: str = "default"
     # The kubeconfig's name for whom (its user entry), for servers that cannot say who you are.
     user_entry: str | None = None
+
+    def __repr__(self) -> str:
+        """Every field but the secrets, so that no log or traceback shows them."""
+        shown = ", ".join(
+            f"{name}={value!r}" for name, value in self._asdict().items() if name not in _UNSHOWN
+        )
+        return f"Credentials({shown})"
 
     @property
     def secure(self) -> bool:
@@ -148,14 +157,14 @@ def _kubeconfig_paths(explicit: str | None) -> list[str]:
     return [os.path.expanduser(path) for path in dict.fromkeys(listed) if path]
 
 
-@dataclass
 class _Kubeconfig:
     """The files merged: entries by name, their relative paths already made absolute."""
 
-    clusters: dict[str, Fields] = field(default_factory=dict)
-    users: dict[str, Fields] = field(default_factory=dict)
-    contexts: dict[str, Fields] = field(default_factory=dict)
-    current_context: str = ""
+    def __init__(self) -> None:
+        self.clusters: dict[str, Fields] = {}
+        self.users: dict[str, Fields] = {}
+        self.contexts: dict[str, Fields] = {}
+        self.current_context = ""
 
 
 def _merge(paths: list[str]) -> _Kubeconfig:
@@ -244,7 +253,7 @@ def _choose(config: _Kubeconfig, options: ConnectionOptions) -> Credentials:
     _check_user(user_name, user)
     namespace = options.namespace or _text(context.get("namespace")) or "default"
     found = _credentials(cluster_name, cluster, user_name, user)
-    return replace(found, namespace=namespace, user_entry=user_name or None)
+    return found._replace(namespace=namespace, user_entry=user_name or None)
 
 
 def _context_name(config: _Kubeconfig, options: ConnectionOptions) -> str:

@@ -168,7 +168,7 @@ def test_server_token_and_ca_flags_work_without_a_kubeconfig(
     )
     assert Kube.connect(options).get("/api/v1/namespaces/default")["metadata"]["name"]
     with pytest.raises(ApiError) as caught:
-        Kube.connect(ConnectionOptions(**{**options.__dict__, "token": "wrong"})).get("/api/v1")
+        Kube.connect(options._replace(token="wrong")).get("/api/v1")
     assert caught.value.code == 401
 
 

@@ -10,7 +10,6 @@ a real cluster may not) or small local ones that report what reached them.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 import re
 import ssl
@@ -179,6 +178,31 @@ def test_a_token_file_is_read_again_and_wins_over_an_inline_token(
     assert kube.get(NAMESPACE)["metadata"]["name"] == "default"
 
 
+@pytest.mark.parametrize(
+    ("user", "secrets"),
+    [
+        (
+            {
+                "token": "s3cr3t-token",
+                "client-certificate-data": base64.b64encode(b"CERT").decode(),
+                "client-key-data": base64.b64encode(b"s3cr3t-key").decode(),
+            },
+            ("s3cr3t-token", "s3cr3t-key"),
+        ),
+        ({"username": "alice", "password": "s3cr3t-password"}, ("s3cr3t-password",)),
+    ],
+)
+def test_credentials_never_show_their_secrets(
+    tmp_path: Path, user: dict[str, str], secrets: tuple[str, ...]
+) -> None:
+    config = one_context(tmp_path / "config", {"server": "https://127.0.0.1:6443"}, user)
+    credentials = load_credentials(ConnectionOptions(kubeconfig=str(config)))
+    shown = repr(credentials)
+    assert shown.startswith("Credentials(host='https://127.0.0.1:6443'")
+    assert "user_entry='u'" in shown
+    assert [secret for secret in secrets if secret in shown] == []
+
+
 # TLS, client certificates and plain http
 
 
@@ -257,8 +281,7 @@ def test_client_certificates_reach_the_server(
     config = one_context(tmp_path / "config", cluster, user)
     options = ConnectionOptions(kubeconfig=str(config))
     if form == "flags":
-        options = dataclasses.replace(
-            options,
+        options = options._replace(
             client_certificate=str(tmp_path / "pki" / "alice.crt"),
             client_key=str(tmp_path / "pki" / "alice.key"),
         )

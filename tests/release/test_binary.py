@@ -86,6 +86,8 @@ def test_archive_holds_the_binary_its_python_and_license_at_its_root(dist: Path)
     assert {name.split("/")[0] for name in members} == {binary, "_internal", "LICENSE"}
     assert members["_internal"].isdir()
     assert any(name.startswith("_internal/libpython") for name in members)
+    # Modules are plain files, not in PyInstaller's compressed archive (issue 18: start-up).
+    assert {"_internal/kubectl_accurate/entry.pyc", "_internal/click/core.pyc"} <= members.keys()
     assert members[binary].mode & 0o111 and members[binary].isfile()
     assert members["LICENSE"].size == (Path(__file__).parents[2] / "LICENSE").stat().st_size
 
