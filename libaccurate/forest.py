@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE, TYPE_ROOT, TYPE_TEMPLATE
 
 Kind = Literal["root", "template", "subnamespace", "instance", "plain"]
 
 
-@dataclass(frozen=True)
-class Node:
-    """One namespace as the forest sees it: its name and the labels that link it."""
+class Node(NamedTuple):
+    """One namespace as the forest sees it: its name and the labels that link it.
+
+    The forest's records are named tuples: the plugin loads this module at every start, and a
+    frozen dataclass costs several times as much to define (docs/design-notes.md, Start-up).
+    """
 
     name: str
     labels: Mapping[str, str]
@@ -87,8 +89,7 @@ def node_from_object(namespace: Mapping[str, Any]) -> Node:
 ProblemReason = Literal["Cycle", "MissingReference"]
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """Why nothing can flow into a namespace: a cycle, or a link to a missing namespace.
 
     ``namespaces`` lists the names along the broken chain, starting at the namespace asked
@@ -106,23 +107,27 @@ class Problem:
         return f"parent/template reference to a namespace that does not exist: {chain}"
 
 
-@dataclass(frozen=True)
-class Chain:
+class Chain(NamedTuple):
     """The result of walking parent-or-template links upward from a namespace."""
 
     names: tuple[str, ...]
     end: Literal["top", "missing", "cycle"]
 
 
-@dataclass
 class Forest:
     """An index of namespaces by the links between them: built from a snapshot, then kept
     current by ``upsert`` and ``remove`` (each O(log k) in the siblings k it moves among)."""
 
-    nodes: dict[str, Node] = field(default_factory=dict)
-    _children: dict[str, list[str]] = field(default_factory=dict)
-    _instances: dict[str, list[str]] = field(default_factory=dict)
-    _problems: dict[str, Problem | None] = field(default_factory=dict)
+    def __init__(
+        self,
+        nodes: dict[str, Node] | None = None,
+        children: dict[str, list[str]] | None = None,
+        instances: dict[str, list[str]] | None = None,
+    ) -> None:
+        self.nodes: dict[str, Node] = {} if nodes is None else nodes
+        self._children: dict[str, list[str]] = {} if children is None else children
+        self._instances: dict[str, list[str]] = {} if instances is None else instances
+        self._problems: dict[str, Problem | None] = {}
 
     @classmethod
     def build(cls, namespaces: Iterable[Mapping[str, Any] | Node]) -> Forest:
