@@ -6,10 +6,11 @@ never lose it. A pass runs when the cache changed (after a short quiet spell, so
 changes is planned once), when the resync period is up, and sooner after a pass that left work
 behind, with growing pauses while it keeps failing. A pass prompted by changes plans only the
 namespaces they affect (the planner's scope), so that its cost follows the change rather than
-the cluster; the first pass, a pass after one that left work behind or failed, and the resync
-pass plan everything. Before planning again it waits until the cache shows the controller's own
-writes of the previous pass, so that it does not act twice on the same stale picture. Only the
-leader plans and writes; a pass with nothing to do sends no request at all.
+the cluster; the first pass, a pass after one that failed, left work behind or met work due
+outside its scope, and the resync pass plan everything. Before planning again it waits until the
+cache shows the controller's own writes of the previous pass, so that it does not act twice on
+the same stale picture. Only the leader plans and writes; a pass with nothing to do sends no
+request at all.
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ class Loop:
             self._whole = self._whole or time.monotonic() >= due
             report = self._pass()
             expectations = report.expectations if report else ()
-            if report is None or report.count("done") == len(report.outcomes):
+            done = report is None or report.count("done") == len(report.outcomes)
+            if done and not self._whole:
                 pause.reset()
                 due = time.monotonic() + self.resync_period
             else:
@@ -128,6 +130,8 @@ class Loop:
             if self.sudoers is not None:
                 self.sudoers.keep(snapshot)
             planned = plan(snapshot)
+            # Writes due outside the scope (a source above it not yet marked, say): soon, all.
+            self._whole = planned.beyond_scope
             self._report_problems(planned.problems, planned.scope)
             self._report_label_problems(planned.label_problems, planned.scope)
             if not planned.steps:

@@ -116,7 +116,8 @@ class Plan:
     ``label_problems`` says, by namespace, which of its tree labels cannot be written and why.
     ``scope`` is the snapshot's: when set, the steps, statuses and problems are those about
     these namespaces (a SubNamespace is about the namespace it names), exactly as the whole
-    plan has them.
+    plan has them, and ``beyond_scope`` says whether planning them met writes due elsewhere
+    (on the chains they inherit through), which only a whole plan makes.
     """
 
     steps: tuple[Step, ...]
@@ -125,6 +126,7 @@ class Plan:
     subnamespaces: Mapping[tuple[str, str], Object] = field(default_factory=dict)
     label_problems: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     scope: frozenset[str] | None = None
+    beyond_scope: bool = False
 
     @property
     def actions(self) -> tuple[Action, ...]:
@@ -193,7 +195,11 @@ def plan(snapshot: Snapshot) -> Plan:
         statuses[(verdict.namespace, verdict.name)] = status
         if status_differs(sub, status):
             actions.append(PatchSubNamespaceStatus(verdict.namespace, verdict.name, status))
+    beyond_scope = False
     if scope is not None:
+        beyond_scope = any(
+            about(action) not in scope for action in actions if not isinstance(action, EmitEvent)
+        )
         actions = [action for action in actions if about(action) in scope]
         statuses = {key: status for key, status in statuses.items() if key[1] in scope}
     return Plan(
@@ -203,6 +209,7 @@ def plan(snapshot: Snapshot) -> Plan:
         subnamespaces,
         _label_problems(forest, config.tree_label_suffix, within, scope),
         scope,
+        beyond_scope,
     )
 
 

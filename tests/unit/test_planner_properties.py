@@ -259,6 +259,12 @@ def test_a_scoped_plan_is_the_whole_plan_about_its_scope(world, data):
     ]
     assert part.statuses == {k: v for k, v in whole.statuses.items() if k[1] in scope}
     assert part.problems == {k: v for k, v in whole.problems.items() if k in scope}
+    # Writes due on the chains the scope inherits through are told, and only real ones.
+    elsewhere = {about(a) for a in whole.changes()} - scope
+    if elsewhere & Forest.build(snapshot.namespaces).upward(scope):
+        assert part.beyond_scope
+    if part.beyond_scope:
+        assert elsewhere
 
 
 @PROPERTY_SETTINGS
