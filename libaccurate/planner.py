@@ -255,14 +255,13 @@ def _relevant(
     parents: dict[str, list[str]] = {}
     for parent, name in subnamespaces:
         parents.setdefault(name, []).append(parent)
-    found: set[str] = set()
-    pending = list(seeds)
+    found: frozenset[str] = frozenset()
+    pending: set[str] = set(seeds)
     while pending:
-        for member in forest.walk_sources(pending.pop()).names:
-            if member not in found:
-                found.add(member)
-                pending.extend(parents.get(member, ()))
-    return frozenset(found)
+        added = forest.upward(pending) - found
+        found |= added
+        pending = {parent for name in added for parent in parents.get(name, ())} - found
+    return found
 
 
 def _problems(forest: Forest, scope: frozenset[str] | None) -> dict[str, Problem]:
