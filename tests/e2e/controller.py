@@ -286,6 +286,15 @@ class Scene:
         self.kubectl("apply", "-f", "-", stdin=manifest)
         return name
 
+    def chain(self, top: str, *prefixes: str) -> list[str]:
+        """Sub-namespaces one below the other under ``top``, each Ready before the next is
+        asked for; their names, the one under ``top`` first."""
+        names = [top]
+        for prefix in prefixes:
+            names.append(self.subnamespace(names[-1], prefix))
+            self.settle(names[-2], names[-1])
+        return names[1:]
+
     def get(self, path: str) -> dict[str, Any] | None:
         return self.kube.find(path)
 

@@ -19,12 +19,7 @@ def test_an_annotated_subnamespace_takes_its_subtree_with_it(
 ) -> None:
     start(controllers, scene, webhook_ca, tmp_path, {})
     root = scene.root()
-    team = scene.subnamespace(root, "team")
-    scene.settle(root, team)
-    web = scene.subnamespace(team, "web")
-    scene.settle(team, web)
-    api = scene.subnamespace(web, "api")
-    scene.settle(web, api)
+    team, web, api = scene.chain(root, "team", "web", "api")
 
     refused = kubectl(scene.cluster.kubeconfig, "delete", "subnamespace", team, "-n", root)
     assert refused.returncode == 1
@@ -53,10 +48,7 @@ def test_a_cascade_goes_on_when_the_annotation_is_removed_halfway(
     subtree is going does not leave half a tree behind, and the status says why."""
     start(controllers, scene, webhook_ca, tmp_path, {})
     root = scene.root()
-    team = scene.subnamespace(root, "team")
-    scene.settle(root, team)
-    web = scene.subnamespace(team, "web")
-    scene.settle(team, web)
+    team, web = scene.chain(root, "team", "web")
     # A finalizer keeps the leaf terminating, so the annotation goes while the cascade runs.
     hold = {
         "apiVersion": "v1",

@@ -69,10 +69,7 @@ def get(scene: Scene, kind: str, namespace: str, name: str) -> dict[str, Any] | 
 def tree(scene: Scene) -> tuple[str, str, str]:
     """root <- child <- grandchild, all Ready."""
     root = scene.root()
-    child = scene.subnamespace(root, "child")
-    scene.settle(root, child)
-    grandchild = scene.subnamespace(child, "grandchild")
-    scene.settle(child, grandchild)
+    child, grandchild = scene.chain(root, "child", "grandchild")
     return root, child, grandchild
 
 
