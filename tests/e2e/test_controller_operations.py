@@ -60,6 +60,22 @@ def test_probes_and_metrics(controllers: Controllers, scene: Scene) -> None:
     assert 'accurate_actions_total{action="CreateNamespace",result="done"} 1.0' in text
 
 
+def test_a_pass_started_by_a_change_plans_only_what_the_change_affects(
+    controllers: Controllers, scene: Scene
+) -> None:
+    """Issue 20: a new SubNamespace is planned with the namespaces it can affect, not the whole
+    cluster, and the pass's log line says how many it planned ("all" for a whole pass)."""
+    running = controllers.start(SECRETS, "--resync-period", "10m")
+    scene.wait(lambda: running.metric("accurate_reconcile_passes_total") >= 1, "a first pass")
+    root = scene.root()
+    child = scene.subnamespace(root, "child")
+    scene.settle(root, child)
+    everything = len(scene.kube.list_objects(resource_path("", "v1", "namespaces"))["items"])
+    planned = [r["namespaces"] for r in running.records() if r["msg"] == "reconcile pass done"]
+    assert planned, running.output()
+    assert all(isinstance(n, int) and 1 <= n < everything for n in planned), planned
+
+
 def test_sigterm_stops_it_and_frees_the_lease(controllers: Controllers, scene: Scene) -> None:
     lease = scene.namespace("lease")
     # A long resync period: shutdown must not wait for the next pass to be due.
