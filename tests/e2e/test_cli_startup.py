@@ -7,7 +7,8 @@ the modules of the commands kept apart (``access``, ``report``, ``sudo``), which
 nor ``pathlib`` or ``dataclasses``.
 With a kubeconfig of static credentials, ``list`` must not import the ``kubernetes`` package
 (a quarter of a second of generated client), nor an HTTP library beyond ``http.client``, nor rich
-when its output is not a terminal, nor the modules only other commands use, nor ``pathlib``.
+when its output is not a terminal, nor the modules only other commands use, nor ``pathlib``; nor
+PyYAML, a fifth of a ``list``, when the kubeconfig is the plain YAML tools write.
 The console script runs by its interpreter without ``site`` (``-S``), the project and its
 dependencies on ``PYTHONPATH``: what ``site`` loads is the interpreter's, not the plugin's, and
 in a development install it loads ``pathlib`` for its import finder.
@@ -27,6 +28,7 @@ import yaml
 
 from accurate_testbed.cluster import Cluster
 from kubectl_accurate.main import DEFERRED
+from libaccurate import plain_yaml
 from tests.e2e.cli import SCRIPTS, World, plugin_env
 
 # The modules of the commands that load theirs when used.
@@ -118,6 +120,15 @@ def uses_static_credentials(cluster: Cluster) -> bool:
     )
 
 
+def read_without_pyyaml(cluster: Cluster) -> bool:
+    """Whether the plugin reads this kubeconfig itself: PyYAML reads those it declines."""
+    try:
+        plain_yaml.load(cluster.kubeconfig.read_bytes())
+    except plain_yaml.NotPlain:
+        return False
+    return True
+
+
 def test_list_starts_without_the_kubernetes_package_and_what_only_other_commands_need(
     cluster: Cluster,
 ) -> None:
@@ -131,6 +142,8 @@ def test_list_starts_without_the_kubernetes_package_and_what_only_other_commands
     forbidden = set(NOT_FOR_LIST)
     if not uses_static_credentials(cluster):
         forbidden -= set(KUBERNETES)
+    if read_without_pyyaml(cluster):  # as every kubeconfig the unit tests hold from tools
+        forbidden.add("yaml")
     assert {m for m in modules if m in forbidden or m.split(".")[0] in forbidden} == set()
 
 
