@@ -46,7 +46,10 @@ def load(data: bytes) -> Any:
     lines = _lines(data)
     if not lines:
         return None
-    value, end = _node(lines, 0, lines[0].indent)
+    try:
+        value, end = _node(lines, 0, lines[0].indent)
+    except RecursionError:  # nested deeper than Python's stack: PyYAML's loader keeps its own
+        raise NotPlain("nested too deep") from None
     if end != len(lines):
         raise NotPlain("text after the document")
     return value

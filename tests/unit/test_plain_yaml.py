@@ -303,6 +303,7 @@ def test_a_hand_made_kubeconfig_with_comments_and_flow_style_goes_to_pyyaml() ->
         b"%YAML 1.1\n---\na: b\n",
         b"a: b\n  c: d\n",
         b"yes: b\n",
+        b"".join(b" " * depth + b"a:\n" for depth in range(2000)),
     ],
 )
 def test_what_it_does_not_read_goes_to_pyyaml(text: bytes) -> None:
