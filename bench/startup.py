@@ -115,12 +115,15 @@ def console_script() -> Form:
 
 
 def release_binary(work: Path) -> Form:
-    """The binary of this machine's release archive, unpacked as krew unpacks it."""
+    """The binary of this machine's release archive, unpacked as krew unpacks it. The build's
+    own temporary folder goes into ``work`` too (TMPDIR), so that it is removed with it even
+    when a Ctrl-C kills the build before it could remove it itself."""
     dist = work / "dist"
     subprocess.run(
         [sys.executable, str(RELEASE), "build", "--tag", f"v{__version__}", "--dist", str(dist)],
         check=True,
         capture_output=True,
+        env={**os.environ, "TMPDIR": str(work)},
     )
     (archive,) = dist.glob("*.tar.gz")
     installed = work / "installed"
