@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import functools
 import random
-import tempfile
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import trustme
 from prometheus_client.parser import text_string_to_metric_families
@@ -61,7 +59,7 @@ def _at_size(target: Target, size: int, writes: int) -> list[Row]:
     trees = population.forest(target, max(1, size // NAMESPACES_PER_ROOT), size)
     parents = [ns for root, tree in trees.items() for ns in (root, *tree)]
     ca = trustme.CA()
-    cert_dir = Path(tempfile.mkdtemp(prefix="accurate-bench-certs-"))
+    cert_dir = target.scratch("certs-")
     write_serving_pair(ca, cert_dir)
     port = free_port()
     running = controller.start(
@@ -76,7 +74,7 @@ def _at_size(target: Target, size: int, writes: int) -> list[Row]:
     kube = target.kube()
     picks = random.Random(size)
     created: list[str] = []
-    target.on_cleanup(lambda: population.delete_namespaces(target, created))
+    target.on_cleanup(lambda: population.delete_namespaces(target, created), removes=True)
 
     def series(label: str) -> tuple[list[float], list[float]]:
         """``writes`` creations without the webhook, each followed by one with it."""
@@ -144,7 +142,7 @@ def _register(target: Target, kube: Kube, base_url: str, ca: trustme.CA) -> None
         collection = resource_path("admissionregistration.k8s.io", "v1", plural)
         kube.create(collection, configuration)
         path = f"{collection}/{configuration['metadata']['name']}"
-        target.on_cleanup(functools.partial(population.delete, kube, path))
+        target.on_cleanup(functools.partial(population.delete, kube, path), removes=True)
     probe = target.name("probe")
     wait_for(
         lambda: namespace_hook_answers(kube, probe, HOOKED), REGISTRATION_TIMEOUT, "the webhook"

@@ -4,7 +4,6 @@ benchmarks read off the process: passes done, CPU time and peak memory from /pro
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ def start(target: Target, *flags: str, settings: Mapping[str, Any] = CONFIG) -> 
     """A controller (no leader election, default resync, no webhook server unless ``flags``
     ask for one: a later flag wins) that is running; not yet synced. ``settings`` is its
     config file."""
-    folder = Path(tempfile.mkdtemp(prefix="accurate-bench-controller-"))
+    folder = target.scratch("controller-")
     config = folder / "config.yaml"
     config.write_text(yaml.safe_dump(dict(settings)))
     arguments = [

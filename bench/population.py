@@ -66,11 +66,13 @@ def forest(
     for layer in layers:
         in_parallel(functools.partial(_create_namespace, kube), layer)
     everything = [name for layer in layers for name, _ in layer]
-    target.on_cleanup(lambda: delete_namespaces(target, everything))
+    target.on_cleanup(lambda: delete_namespaces(target, everything), removes=True)
     if subnamespaces:
         below = [(name, labels[LABEL_PARENT]) for layer in layers[1:] for name, labels in layer]
         in_parallel(functools.partial(_as_go_left_it, kube), below)
-        target.on_cleanup(lambda: in_parallel(functools.partial(_let_go, kube), below))
+        target.on_cleanup(
+            lambda: in_parallel(functools.partial(_let_go, kube), below), removes=True
+        )
     return trees
 
 

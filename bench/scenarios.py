@@ -7,13 +7,11 @@ import http.client
 import json
 import ssl
 import subprocess
-import tempfile
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import trustme
@@ -119,7 +117,7 @@ def cli_list(target: Target, sizes: Sizes) -> list[Row]:
     rows = []
     env = environment(
         KUBECONFIG=str(target.kubeconfig),
-        KUBECACHEDIR=tempfile.mkdtemp(prefix="accurate-bench-kubectl-"),
+        KUBECACHEDIR=str(target.scratch("kubectl-")),
     )
     theirs: tuple[str, ...] = ("kubectl", "get", "ns", "-o", "name")
     ours: tuple[str, ...] = ("kubectl", "accurate", "list")
@@ -273,7 +271,7 @@ def new_subnamespace(target: Target, sizes: Sizes) -> list[Row]:
         kube.create(subs, body)
         watch_until(kube, subs, _ready(root, name), 1, CONVERGE_TIMEOUT)
         times.append(time.monotonic() - started)
-        target.on_cleanup(functools.partial(kube.delete, f"{subs}/{name}"))
+        target.on_cleanup(functools.partial(kube.delete, f"{subs}/{name}"), removes=True)
         _settle(running)
         writes.append(target.writes(controller.AGENT))
     in_memory = target.server is not None
@@ -465,7 +463,7 @@ def _restart(
     """6: new controllers (serving webhooks), one after the other, on the converged cluster;
     then 7 against the last one."""
     ca = trustme.CA()
-    cert_dir = Path(tempfile.mkdtemp(prefix="accurate-bench-certs-"))
+    cert_dir = target.scratch("certs-")
     write_serving_pair(ca, cert_dir)
     target.start_counting()
     times = []
