@@ -1,12 +1,12 @@
 """The one adapter between Accurate and the Kubernetes API, shared by the CLI and the controller.
 
 It connects where ``libaccurate.kubeconfig`` says, with the credentials it found there, and
-speaks plain JSON over the standard library's ``http.client`` itself: responses stay dicts, as
-the pure rules expect, a 10,000-namespace list is one request and one ``json.loads``, and
-retries are the caller's decision rather than hidden in a generated client. ``http.client`` and
-a small pool of keep-alive connections (``_Connections``) are all the controller's threads and
-the plugin's one request need; an HTTP library on top cost every plugin command 25 ms or more
-of imports (issue 18).
+speaks plain JSON over HTTP/1.1 itself (``libaccurate.http_connection``): responses stay dicts,
+as the pure rules expect, a 10,000-namespace list is one request and one ``json.loads``, and
+retries are the caller's decision rather than hidden in a generated client. Those connections
+and a small pool of them kept alive (``_Connections``) are all the controller's threads and the
+plugin's one request need; an HTTP library cost every plugin command 25 ms or more of imports,
+``http.client`` 12 % of a ``list`` (issue 18).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from functools import cache
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
@@ -29,11 +28,12 @@ from libaccurate.kubeconfig import ConnectionOptions, Credentials, KubeError, lo
 # Callers build the paths they request with the adapter, so it hands them the builder too.
 from libaccurate.paths import resource_path as resource_path
 
-# http.client and ssl are imported where a connection is made: importing this module for its
-# errors, paths and types (as the plugin's command modules do) then loads no HTTP or TLS stack.
+# The connection and ssl are imported where a connection is made: importing this module for its
+# errors, paths and types (as the plugin's command modules do) then loads no network stack.
 if TYPE_CHECKING:
     import ssl
-    from http.client import HTTPConnection, HTTPResponse
+
+    from libaccurate.http_connection import Connection, Response
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -248,13 +248,11 @@ class Kube:
         query: Mapping[str, str] | None,
         body: Any,
         content_type: str,
-        connection: HTTPConnection,
+        connection: Connection,
         timeout: float | None,
-    ) -> HTTPResponse:
+    ) -> Response:
         """Send one request on ``connection`` and return the response, its body not yet read.
         ``timeout`` bounds the connect and each read, as kubectl's --request-timeout does."""
-        from http.client import HTTPException
-
         target = self._connections.prefix + path + (f"?{urlencode(query)}" if query else "")
         authorization = self.credentials.authorization()
         headers = [
@@ -267,27 +265,18 @@ class Kube:
             data = json.dumps(body).encode()
             headers += [("Content-Type", content_type), ("Content-Length", str(len(data)))]
         try:
-            connection.timeout = timeout
-            if connection.sock is not None:
-                connection.sock.settimeout(timeout)
-            connection.putrequest(method, target, skip_accept_encoding=True)
-            for name, value in headers:
-                connection.putheader(name, value)
-            connection.endheaders(data)
-            response = connection.getresponse()
-        except (HTTPException, OSError) as error:
+            response = connection.request(method, target, headers, data, timeout)
+        except OSError as error:
             connection.close()
             raise KubeError(f"cannot reach the API server at {self.host}: {error}") from error
         _debug('%s "%s %s" %s', self.host, method, target, response.status)
         return response
 
-    def _read(self, response: HTTPResponse, connection: HTTPConnection) -> bytes:
+    def _read(self, response: Response, connection: Connection) -> bytes:
         """The whole body; a connection whose response broke off is closed, never reused."""
-        from http.client import HTTPException
-
         try:
             return response.read()
-        except (HTTPException, OSError) as error:
+        except OSError as error:
             connection.close()
             raise KubeError(f"cannot reach the API server at {self.host}: {error}") from error
 
@@ -307,22 +296,21 @@ class _Connections:
             self._address = (parts.hostname or "", parts.port or (443 if self._secure else 80))
         except ValueError as error:  # a port that is not a number
             raise KubeError(f"invalid API server address {host}: {error}") from error
+        self._authority = parts.netloc.rpartition("@")[2]
         self._tls = _ssl_context(credentials) if self._secure else None
         self._server_name = credentials.tls_server_name or parts.hostname
         self._size = size
-        self._idle: list[HTTPConnection] = []
+        self._idle: list[Connection] = []
         self._lock = threading.Lock()
 
-    def open(self) -> HTTPConnection:
-        import http.client
+    def open(self) -> Connection:
+        from libaccurate.http_connection import Connection
 
         host, port = self._address
         _debug("new connection to %s:%s", host, port)
-        if self._tls is None:
-            return http.client.HTTPConnection(host, port)
-        return _tls_connection()(host, port, self._tls, self._server_name)
+        return Connection(host, port, self._authority, self._tls, self._server_name)
 
-    def take(self) -> HTTPConnection:
+    def take(self) -> Connection:
         with self._lock:
             while self._idle:
                 connection = self._idle.pop()
@@ -331,9 +319,9 @@ class _Connections:
                 connection.close()
         return self.open()
 
-    def give_back(self, connection: HTTPConnection) -> None:
+    def give_back(self, connection: Connection) -> None:
         with self._lock:
-            if connection.sock is not None and len(self._idle) < self._size:
+            if connection.reusable and len(self._idle) < self._size:
                 self._idle.append(connection)
                 return
         connection.close()
@@ -348,31 +336,7 @@ def _debug(message: str, *args: object) -> None:
         logging.getLogger(__name__).debug(message, *args)
 
 
-@cache
-def _tls_connection() -> Callable[[str, int, ssl.SSLContext, str | None], HTTPConnection]:
-    """The class of an HTTPS connection that checks the certificate for a name of our choice
-    (the kubeconfig's tls-server-name, else the host), which http.client's own HTTPSConnection
-    cannot be told. Made on first use, as http.client is imported only then."""
-    import http.client
-
-    class TlsConnection(http.client.HTTPConnection):
-        default_port = 443
-
-        def __init__(
-            self, host: str, port: int, context: ssl.SSLContext, server_name: str | None
-        ) -> None:
-            super().__init__(host, port)
-            self.context = context
-            self.server_name = server_name
-
-        def connect(self) -> None:
-            super().connect()
-            self.sock = self.context.wrap_socket(self.sock, server_hostname=self.server_name)
-
-    return TlsConnection
-
-
-def _closed_by_server(connection: HTTPConnection) -> bool:
+def _closed_by_server(connection: Connection) -> bool:
     """An idle keep-alive connection with something to read has been closed by the server (or
     broken): there is no response it could be waiting for."""
     import select
@@ -436,19 +400,17 @@ def _private_file(folder: str, name: str, data: bytes) -> str:
     return path
 
 
-def _events(response: HTTPResponse, path: str) -> Iterator[dict[str, Any]]:
+def _events(response: Response, path: str) -> Iterator[dict[str, Any]]:
     """The decoded events of a watch; a stream cut off mid-way is a KubeError, so that the
     caller lists again rather than trusting what it has."""
-    from http.client import HTTPException
-
     try:
         for line in _lines(response):
             yield json.loads(line)
-    except (HTTPException, OSError, ValueError) as error:
+    except (OSError, ValueError) as error:
         raise KubeError(f"the watch of {path} broke off: {error}") from error
 
 
-def _lines(response: HTTPResponse) -> Iterator[bytes]:
+def _lines(response: Response) -> Iterator[bytes]:
     """Newline-delimited JSON from a chunked watch response, however the chunks fall: each
     read returns what has arrived, without waiting for 64 KiB."""
     pending = b""

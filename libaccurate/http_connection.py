@@ -1,0 +1,258 @@
+"""One HTTP/1.1 connection to the API server: a request out, its response in, framed as RFC 9112
+says (a length, chunks, or until the server closes).
+
+Why not ``http.client``: it parses response headers with the ``email`` package, whose import was
+12 % of a ``kubectl accurate list`` once PyYAML was gone (issue 18, bench/RESULTS.md), while the
+API server's responses need none of it: a status line, ``Name: value`` lines, and one of three
+framings. What this connection does is what the adapter used of ``http.client``: keep-alive,
+TLS with the server name of our choice, a timeout on the connect and on each read, whole bodies
+and streamed ones (watches). Header names are compared without case; a header sent twice is
+joined with commas, as RFC 9110 allows for the headers read here.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ssl
+    from io import BufferedReader
+
+# Limits on what the server may send before its body, as http.client has.
+MAX_LINE = 65536
+MAX_HEADERS = 100
+# Statuses whose responses have no body whatever their headers say.
+_NO_BODY = frozenset({204, 304})
+
+
+class ProtocolError(OSError):
+    """The server's answer broke HTTP/1.1 or stopped short: an OSError, as a connection reset
+    is, because the caller treats both alike (the connection is closed, not reused)."""
+
+
+class Response:
+    """A response whose body is read once, whole (``read``) or as it arrives (``read1``)."""
+
+    def __init__(self, status: int, headers: dict[str, str], body: _Body) -> None:
+        self.status = status
+        self.headers = headers
+        self._body = body
+
+    def read(self) -> bytes:
+        """The rest of the body."""
+        return self._body.read()
+
+    def read1(self, size: int) -> bytes:
+        """What has arrived of the body, at most ``size`` bytes; b"" at its end."""
+        return self._body.read1(size)
+
+    @property
+    def done(self) -> bool:
+        return self._body.left == 0
+
+
+class Connection:
+    """A keep-alive connection to ``host``:``port``, opened on the first request; over TLS when
+    a context is given, checking the certificate for ``server_name``. ``sock`` is None while
+    closed. One request at a time, each response read to its end before the next request."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        authority: str,
+        tls: ssl.SSLContext | None = None,
+        server_name: str | None = None,
+    ) -> None:
+        self.host, self.port, self.authority = host, port, authority
+        self._tls, self._server_name = tls, server_name
+        self.sock: socket.socket | None = None
+        self._reader: BufferedReader | None = None
+        self._keep = False
+        self._response: Response | None = None
+
+    @property
+    def reusable(self) -> bool:
+        """Open, and its last response read to the end without the server asking to close."""
+        done = self._response is None or self._response.done
+        return self.sock is not None and self._keep and done
+
+    def request(
+        self,
+        method: str,
+        target: str,
+        headers: Sequence[tuple[str, str]],
+        body: bytes | None,
+        timeout: float | None,
+    ) -> Response:
+        """Send one request and read the response's status and headers; its body is left to
+        read. ``timeout`` bounds the connect and each read."""
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {self.authority}"]
+        for name, value in headers:
+            if "\r" in value or "\n" in value:  # it would end the header and start another
+                raise ValueError(f"the {name} header holds a line break")
+            lines.append(f"{name}: {value}")
+        head = "\r\n".join(lines).encode("latin-1") + b"\r\n\r\n"
+        if self.sock is None:
+            self._open(timeout)
+        assert self.sock is not None and self._reader is not None
+        self.sock.settimeout(timeout)
+        self.sock.sendall(head + (body or b""))
+        status, fields, keep = _head(self._reader)
+        framed = _body(self._reader, method, status, fields)
+        self._keep = keep and not isinstance(framed, _UntilClose)
+        self._response = Response(status, fields, framed)
+        return self._response
+
+    def close(self) -> None:
+        sock, reader = self.sock, self._reader
+        self.sock = self._reader = None
+        if reader is not None:
+            reader.close()
+        if sock is not None:
+            sock.close()
+
+    def _open(self, timeout: float | None) -> None:
+        sock = socket.create_connection((self.host, self.port), timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._tls is not None:
+                sock = self._tls.wrap_socket(sock, server_hostname=self._server_name)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+        self._reader = sock.makefile("rb")
+
+
+def _line(reader: BufferedReader) -> bytes:
+    line = reader.readline(MAX_LINE + 1)
+    if len(line) > MAX_LINE:
+        raise ProtocolError("a response line longer than 64 KiB")
+    return line
+
+
+def _head(reader: BufferedReader) -> tuple[int, dict[str, str], bool]:
+    """Status, headers and whether the connection stays open, of the first final response
+    (informational ones, such as 100 Continue, are read past)."""
+    while True:
+        line = _line(reader)
+        if not line:
+            raise ProtocolError("the server closed the connection without answering")
+        version, _, rest = line.decode("latin-1").rstrip("\r\n").partition(" ")
+        code = rest[:3]
+        if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
+            raise ProtocolError(f"not an HTTP/1.1 status line: {line[:80]!r}")
+        fields = _fields(reader)
+        if not 100 <= int(code) < 200:
+            break
+    tokens = {token.strip().lower() for token in fields.get("connection", "").split(",")}
+    keep = "keep-alive" in tokens if version == "HTTP/1.0" else "close" not in tokens
+    return int(code), fields, keep
+
+
+def _fields(reader: BufferedReader) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for _ in range(MAX_HEADERS + 1):
+        line = _line(reader)
+        if line in (b"\r\n", b"\n"):
+            return fields
+        if not line:
+            raise ProtocolError("the server closed the connection in the headers")
+        name, colon, value = line.decode("latin-1").partition(":")
+        if not colon or not name or name != name.strip():
+            raise ProtocolError(f"not a header line: {line[:80]!r}")
+        key, value = name.lower(), value.strip()
+        fields[key] = f"{fields[key]}, {value}" if key in fields else value
+    raise ProtocolError(f"more than {MAX_HEADERS} headers")
+
+
+def _body(reader: BufferedReader, method: str, status: int, fields: dict[str, str]) -> _Body:
+    """The body's framing (RFC 9112, section 6.3)."""
+    if method == "HEAD" or status in _NO_BODY:
+        return _Sized(reader, 0)
+    codings = fields.get("transfer-encoding")
+    if codings is not None:
+        if codings.rsplit(",", 1)[-1].strip().lower() == "chunked":
+            return _Chunked(reader)
+        return _UntilClose(reader)
+    length = fields.get("content-length")
+    if length is None:
+        return _UntilClose(reader)
+    lengths = {part.strip() for part in length.split(",")}
+    (only,) = lengths if len(lengths) == 1 else (None,)
+    if only is None or not only.isdigit():
+        raise ProtocolError(f"an invalid Content-Length: {length!r}")
+    return _Sized(reader, int(only))
+
+
+class _Body:
+    """A body being read: ``left`` is what remains of it, 0 once read to its end, None while
+    unknown."""
+
+    def __init__(self, reader: BufferedReader, left: int | None = None) -> None:
+        self.reader = reader
+        self.left = left
+
+    def read1(self, size: int) -> bytes:
+        raise NotImplementedError
+
+    def read(self) -> bytes:
+        return b"".join(iter(lambda: self.read1(MAX_LINE), b""))
+
+
+class _Sized(_Body):
+    """A body of a Content-Length."""
+
+    def read1(self, size: int) -> bytes:
+        if not self.left:
+            return b""
+        data = self.reader.read1(min(size, self.left))
+        if not data:
+            raise ProtocolError(f"the body stopped {self.left} bytes short")
+        self.left -= len(data)
+        return data
+
+
+class _Chunked(_Body):
+    """A body sent in chunks, each after its size in hexadecimal, the last one empty."""
+
+    def __init__(self, reader: BufferedReader) -> None:
+        super().__init__(reader)
+        self._chunk = 0
+
+    def read1(self, size: int) -> bytes:
+        if self.left == 0:
+            return b""
+        if self._chunk == 0:
+            self._chunk = self._size()
+            if self._chunk == 0:
+                _fields(self.reader)  # the trailer section, unused
+                self.left = 0
+                return b""
+        data = self.reader.read1(min(size, self._chunk))
+        if not data:
+            raise ProtocolError("the body stopped inside a chunk")
+        self._chunk -= len(data)
+        if self._chunk == 0 and _line(self.reader) not in (b"\r\n", b"\n"):
+            raise ProtocolError("a chunk longer than its size")
+        return data
+
+    def _size(self) -> int:
+        line = _line(self.reader)
+        digits = line.split(b";", 1)[0].strip()
+        if not digits or digits.strip(b"0123456789abcdefABCDEF"):
+            raise ProtocolError(f"not a chunk size: {line[:80]!r}")
+        return int(digits, 16)
+
+
+class _UntilClose(_Body):
+    """A body the server ends by closing the connection."""
+
+    def read1(self, size: int) -> bytes:
+        data = self.reader.read1(size) if self.left != 0 else b""
+        if not data:
+            self.left = 0
+        return data
