@@ -21,9 +21,9 @@ import pytest
 
 import libaccurate
 
-# The adapter to the Kubernetes API and the kubeconfig loader it uses (files, environment) are
-# the modules allowed to do I/O.
-ADAPTERS = {"kube", "kubeconfig"}
+# The adapter to the Kubernetes API, its HTTP connection and the kubeconfig loader it uses
+# (files, environment) are the modules allowed to do I/O.
+ADAPTERS = {"kube", "http_connection", "kubeconfig"}
 PURE_MODULES = sorted(
     info.name
     for info in pkgutil.iter_modules(libaccurate.__path__)
