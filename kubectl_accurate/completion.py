@@ -60,7 +60,13 @@ add_completion_class(PowerShellComplete)
 
 
 def completion_script(command: click.Command, shell: str, prog_name: str, var: str) -> str:
+    """The shell's script, as click's ``ShellComplete.source`` makes it by default, for bash
+    too: click's bash class first runs ``bash`` to warn when it is older than 4.4, and since
+    ``source <(kubectl accurate completion bash)`` runs in every new shell, that process (with
+    the subprocess module) was a tenth of each (issue 18). An older bash says so itself when
+    it reads the script (``complete: nosort: invalid option name``)."""
     completer: Any = get_completion_class(shell)
     if completer is None:
         raise click.ClickException(f"no completion for {shell}")
-    return str(completer(command, {}, prog_name, var).source())
+    made = completer(command, {}, prog_name, var)
+    return str(made.source_template % made.source_vars())

@@ -87,6 +87,8 @@ NOT_FOR_PARSING = (
     "pathlib",
     # Records made at start-up are NamedTuples: frozen dataclasses cost 5 % of a --version.
     "dataclasses",
+    # `completion bash` runs in every new shell: click's bash version check ran bash.
+    "subprocess",
 )
 COMPLETE = "_KUBECTL_ACCURATE_COMPLETE"
 
