@@ -22,7 +22,7 @@ from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.waiting import wait_for
 from controller.leader import LeaderElector
-from libaccurate.kube import ConnectionOptions, Kube, resource_path
+from libaccurate.kube import ApiError, ConnectionOptions, Kube, resource_path
 
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 TIMINGS = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.05}
@@ -210,9 +210,20 @@ def test_a_leader_steps_down_when_another_holder_takes_the_lease(
     election: Election, kube: Kube
 ) -> None:
     leader = election.leading(election.candidate("a"))
-    lease = kube.get(election.path)
-    lease["spec"].update(holderIdentity="intruder", leaseDurationSeconds=15)
-    kube.replace(election.path, lease)
+
+    def take_over() -> bool:
+        """As any other client writes a Lease that its holder renews: again on a conflict."""
+        lease = kube.get(election.path)
+        lease["spec"].update(holderIdentity="intruder", leaseDurationSeconds=15)
+        try:
+            kube.replace(election.path, lease)
+        except ApiError as error:
+            if error.conflict:
+                return False
+            raise
+        return True
+
+    wait_for(take_over, what="the intruder to write the lease")
     wait_for(lambda: not leader.elector.is_leader, what="the leader to step down")
     assert spec_of(kube, election)["holderIdentity"] == "intruder"
 
