@@ -21,6 +21,23 @@ PROGRAM = SCRIPTS / "accurate-controller"
 STOP_TIMEOUT = 20.0
 
 
+def stop(
+    process: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = STOP_TIMEOUT
+) -> bool:
+    """Send ``sig`` to ``process`` unless it has ended, and wait for it; one that has not ended
+    within ``timeout`` is killed. Whether it ended by itself: the caller says what a process
+    that had to be killed means."""
+    if process.poll() is None:
+        process.send_signal(sig)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return False
+    return True
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -78,14 +95,9 @@ class Process:
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         """Send ``sig`` and wait for the exit; the exit code."""
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-        try:
-            return self.process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise AssertionError(f"the controller ignored signal {sig}:\n{self.output()}") from None
+        if not stop(self.process, sig):
+            raise AssertionError(f"the controller ignored signal {sig}:\n{self.output()}")
+        return self.process.returncode
 
     def kill(self) -> None:
         self.stop(signal.SIGKILL)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.manifests import CRDS, subnamespace_crd_manifest
+from accurate_testbed.processes import stop
 from libaccurate.kube import ApiError, ConnectionOptions, Kube
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,13 +205,9 @@ def _serve(shutdown: ExitStack, folder: Path) -> Path:
 def _stop(process: subprocess.Popen[bytes]) -> None:
     """Ask the server to stop (a no-op if it has ended), killing it if it has not ended
     within SERVER_STOP_TIMEOUT."""
-    process.terminate()
     try:
-        process.wait(SERVER_STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        raise RuntimeError("the in-memory API server ignored SIGTERM and was killed") from None
+        if not stop(process, timeout=SERVER_STOP_TIMEOUT):
+            raise RuntimeError("the in-memory API server ignored SIGTERM and was killed")
     finally:
         assert process.stdout is not None
         process.stdout.close()

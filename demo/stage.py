@@ -22,7 +22,7 @@ import yaml
 
 from accurate_testbed.certificates import ca_bundle, write_serving_pair
 from accurate_testbed.manifests import MANIFESTS, namespace_hook_answers, registration, render
-from accurate_testbed.processes import PROGRAM, free_port
+from accurate_testbed.processes import PROGRAM, free_port, stop
 from accurate_testbed.waiting import wait_for
 from demo.narrator import DemoError, Narrator
 from kubectl_accurate.watched import DEFAULT_CONFIGMAP
@@ -186,18 +186,8 @@ def _spawn(
             stderr=subprocess.STDOUT,
         )
     logs.append(log)
-    stack.callback(_stop, process)
+    stack.callback(stop, process, timeout=STOP_TIMEOUT)
     return process
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-    try:
-        process.wait(STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def _check_running(process: subprocess.Popen[bytes], what: str) -> None:
