@@ -142,15 +142,16 @@ def _head(reader: BufferedReader) -> tuple[int, dict[str, str], bool]:
         if not line:
             raise ProtocolError("the server closed the connection without answering")
         version, _, rest = line.decode("latin-1").rstrip("\r\n").partition(" ")
-        code = rest[:3]
+        code = rest.partition(" ")[0]
         if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
             raise ProtocolError(f"not an HTTP/1.1 status line: {line[:80]!r}")
+        status = int(code)
         fields = _fields(reader)
-        if not 100 <= int(code) < 200:
+        if not 100 <= status < 200:
             break
     tokens = {token.strip().lower() for token in fields.get("connection", "").split(",")}
     keep = "keep-alive" in tokens if version == "HTTP/1.0" else "close" not in tokens
-    return int(code), fields, keep
+    return status, fields, keep
 
 
 def _fields(reader: BufferedReader) -> dict[str, str]:
