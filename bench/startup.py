@@ -118,9 +118,9 @@ def console_script(work: Path) -> Form:
     _build_step([*pip, "--python", str(python), "install", "--no-deps", str(wheel)], work)
     asked = [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
     purelib = Path(_build_step(asked, work).strip())
-    dependencies = sysconfig.get_paths()["purelib"]
-    (purelib / "dependencies.pth").write_text(f"{dependencies}\n")
-    libraries = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib")}
+    ours = sysconfig.get_paths()
+    (purelib / "dependencies.pth").write_text(f"{ours['purelib']}\n")
+    libraries = {ours[key] for key in ("stdlib", "platstdlib", "purelib")}
     files = [venv, Path(sys.executable).resolve(), *map(Path, libraries)]
     return plugin("console script", venv / "bin" / "kubectl-accurate", files)
 
