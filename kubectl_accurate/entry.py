@@ -1,6 +1,15 @@
 """Where ``kubectl-accurate`` starts, in both forms it is installed (the console script and the
-release binary's launcher): the command line, run with the garbage collector set for a
-process that lives a fraction of a second (issue 18).
+release binary's launcher): the command lines that only print a text are answered at once,
+and every other runs with the garbage collector set for a process that lives a fraction of a
+second (issue 18).
+
+``--version``, the top-level help (``--help``, ``-h``, ``help``) and ``completion SHELL`` print
+a text that depends on nothing but the command tree: importing click and the tree to render it
+was nine tenths of such a run (``completion bash`` runs in every new shell). They print the
+text click rendered ahead, kept in ``kubectl_accurate.rendered`` and held to click's rendering
+by a test; the help only on a terminal at least as wide as the one it was rendered for (or a
+pipe), since click wraps it to the terminal. Anything else (a flag more, a completion request
+in the environment, a narrow terminal) goes to click.
 
 Importing click and the command tree makes tens of thousands of objects, none of them garbage,
 and the collector's passes over them, during the imports and again when the interpreter exits,
@@ -15,9 +24,13 @@ else changes: exit handlers, flushing and clean-up run as before.
 from __future__ import annotations
 
 import gc
+import os
+import sys
 
 
 def main() -> None:
+    if _answered(sys.argv[1:]):
+        return
     gc.disable()
     from kubectl_accurate.main import main as run
 
@@ -27,3 +40,40 @@ def main() -> None:
         run()
     finally:
         gc.freeze()
+
+
+def _answered(args: list[str]) -> bool:
+    """Print the text rendered ahead for this command line, if it has one that this run would
+    print too, and say whether it did."""
+    from kubectl_accurate import rendered
+
+    key = tuple(args)
+    text = rendered.ANSWERS.get(key)
+    if text is None or rendered.COMPLETE_VAR in os.environ:
+        return False
+    if key in rendered.AT_WIDEST and columns() < rendered.WIDEST:
+        return False
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        sys.exit(1)  # as click does when the reader has gone: no traceback
+    return True
+
+
+def columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` reads it, which click wraps help to
+    (``COLUMNS`` first, then the terminal on standard output, else 80), without importing
+    shutil, which loads compression modules and ``re``."""
+    try:
+        width = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        width = 0
+    if width > 0:
+        return width
+    if sys.__stdout__ is None:
+        return 80
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (ValueError, OSError):
+        return 80

@@ -1,10 +1,12 @@
 """What ``kubectl accurate`` loads to start (issues 8 and 18): promises about start-up checked in
 the interpreter's own import log, never with a stopwatch.
 
-``--help``, ``--version``, ``help`` and ``completion`` only parse a command line, so they load
-click and the command tree and nothing else: no YAML, TLS, HTTP, colour, rules, API adapter, nor
-the modules of the commands kept apart (``access``, ``report``, ``sudo``), which load when used,
-nor ``pathlib`` or ``dataclasses``.
+``--version``, the top-level help and ``completion SHELL`` print a text rendered ahead, and load
+neither click nor the command tree (unless the terminal is too narrow for the help as
+rendered). Other help and completion only parse a command line, so they load click and the
+command tree and nothing else: no YAML, TLS, HTTP, colour, rules, API adapter, nor the modules
+of the commands kept apart (``access``, ``report``, ``sudo``), which load when used, nor
+``pathlib`` or ``dataclasses``.
 With a kubeconfig of static credentials, ``list`` must not import the ``kubernetes`` package
 (a quarter of a second of generated client), nor an HTTP library (not even ``http.client``),
 nor rich when its output is not a terminal, nor the modules only other commands use, nor
@@ -28,8 +30,10 @@ import pytest
 import yaml
 
 from accurate_testbed.cluster import Cluster
+from kubectl_accurate.completion import SHELLS
 from kubectl_accurate.main import DEFERRED
 from libaccurate import plain_yaml
+from scripts.render_answers import answer
 from tests.e2e.cli import SCRIPTS, World, plugin_env
 
 # The modules of the commands that load theirs when used.
@@ -160,19 +164,43 @@ def test_list_starts_without_the_kubernetes_package_and_what_only_other_commands
 
 
 @pytest.mark.parametrize(
+    "args",
+    [
+        ("--version",),
+        ("--help",),
+        ("-h",),
+        ("help",),
+        *(("completion", shell) for shell in SHELLS),
+    ],
+)
+def test_a_command_line_that_only_prints_a_text_prints_it_without_click(
+    args: tuple[str, ...],
+) -> None:
+    result = run_logged(*args)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == answer(args)
+    modules = imported(result.stderr)
+    assert "kubectl_accurate.rendered" in modules  # the log is real
+    assert "kubectl_accurate.main" not in modules
+    assert {m for m in modules if m.split(".")[0] == "click"} == set()
+    assert modules & set(RULES) == set()
+    assert {m for m in modules if m.split(".")[0] in NOT_FOR_PARSING} == set()
+
+
+def test_a_narrow_terminal_gets_the_help_click_wraps_to_it() -> None:
+    result = run_logged("--help", env={"COLUMNS": "60"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == answer(("--help",), columns=60) != answer(("--help",))
+    assert max(len(line) for line in result.stdout.splitlines()) <= 58
+    assert "click" in imported(result.stderr)
+
+
+@pytest.mark.parametrize(
     ("args", "env", "shown"),
     [
-        (("--version",), {}, "kubectl-accurate "),
-        (("--help",), {}, "Usage: kubectl accurate [OPTIONS] COMMAND"),
-        (
-            ("--help",),
-            {},
-            "  access      Grant, revoke, list and check access to a namespace tree.\n",
-        ),
+        (("--help", "--context", "prod"), {}, "Usage: kubectl accurate [OPTIONS] COMMAND"),
         (("sub", "create", "-h"), {}, "Usage: kubectl accurate sub create"),
         (("help", "ns", "set-type"), {}, "Usage: kubectl accurate ns set-type"),
-        (("completion", "bash"), {}, "_KUBECTL_ACCURATE_COMPLETE=bash_complete"),
-        (("completion", "powershell"), {}, "Register-ArgumentCompleter"),
         (
             (),
             {COMPLETE: "bash_complete", "COMP_WORDS": "kubectl-accurate su", "COMP_CWORD": "1"},
@@ -180,7 +208,7 @@ def test_list_starts_without_the_kubernetes_package_and_what_only_other_commands
         ),
     ],
 )
-def test_help_version_and_completion_load_only_the_command_line(
+def test_help_and_completion_through_click_load_only_the_command_line(
     args: tuple[str, ...], env: dict[str, str], shown: str
 ) -> None:
     result = run_logged(*args, env=env)
@@ -190,3 +218,25 @@ def test_help_version_and_completion_load_only_the_command_line(
     assert "click" in modules and "kubectl_accurate.main" in modules  # the log is real
     assert modules & set(RULES) == set()
     assert {m for m in modules if m.split(".")[0] in NOT_FOR_PARSING} == set()
+
+
+@pytest.mark.parametrize("args", [("completion", "bash"), ("sub", "create", "-h")])
+def test_a_reader_gone_before_the_text_is_written_ends_the_run_quietly(
+    args: tuple[str, ...],
+) -> None:
+    """As click does: exit 1, and no traceback about the broken pipe, answered ahead or not."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        result = subprocess.run(
+            [SCRIPTS / "kubectl-accurate", *args],
+            env=plugin_env(None),
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stderr) == (1, "")
