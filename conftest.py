@@ -10,6 +10,7 @@ the in-memory server's internals (fault injection, the request log) are skipped 
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,18 @@ from libaccurate.kube import ConnectionOptions, Kube
 # here so pytest rewrites their asserts too.
 pytest_plugins = ["tests.e2e.tally", "tests.e2e.webhooks", "tests.e2e.controller"]
 NEEDS_SERVER = "needs the in-memory API server's internals (not available on a real cluster)"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give Ctrl-C its usual meaning back when the suite was started as a background job.
+
+    Tests press Ctrl-C on programs they start (the demo, a nested test run), as a user does
+    on a foreground command. A shell starts a background job (``pytest &``) with SIGINT
+    ignored, and an ignored signal stays ignored in every program started from it, so those
+    programs would never see the Ctrl-C the tests send.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
