@@ -42,8 +42,9 @@ SCRIPTS = Path(sys.executable).parent
 
 
 def plugin_env(kubeconfig: Path | None, **extra: str) -> dict[str, str]:
-    """The environment of a user's shell: the plugin on PATH, no colour preferences set."""
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NO_COLOR")}
+    """The environment of a user's shell: the plugin on PATH, no colour preferences or
+    terminal width set (output goes to a pipe)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NO_COLOR", "COLUMNS")}
     env["PATH"] = f"{SCRIPTS}{os.pathsep}{env.get('PATH', '')}"
     if kubeconfig is not None:
         env["KUBECONFIG"] = str(kubeconfig)

@@ -1,6 +1,7 @@
 """The frozen ``kubectl-accurate`` as users get it: built by ``krew/release.py build``,
 installed from its archive the way krew installs it, found by the real ``kubectl`` on PATH and
-driven against the cluster. Freezing takes about half a minute, so the module builds once."""
+driven against the cluster. Freezing takes a minute or two, so the session builds once, beside
+the tests that run first (conftest.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from typing import Any
 import pytest
 
 from accurate_testbed.cluster import Cluster
+from kubectl_accurate import rendered
 from kubectl_accurate.main import DEFERRED
 from tests.e2e.cli import World
+from tests.release.build import BUILD
 from tests.release.krew import (
     TAG,
     archive_name,
@@ -31,12 +34,14 @@ BASE_URL = "https://example.test/download"
 
 
 @pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The host's real archive, the other platforms' stand-ins, checksums.txt, accurate.yaml."""
-    directory = tmp_path_factory.mktemp("dist")
-    built = release("build", "--tag", TAG, "--dist", str(directory))
-    assert built.returncode == 0, built.stderr
-    assert built.stdout == f"{directory / archive_name(*host())}\n"
+def dist(request: pytest.FixtureRequest) -> Path:
+    """The host's real archive (built while the tests before ran: conftest.py), the other
+    platforms' stand-ins, checksums.txt, accurate.yaml."""
+    build = request.config.stash[BUILD]
+    directory = build.dist
+    code, out, err = build.wait()
+    assert code == 0, err
+    assert out == f"{directory / archive_name(*host())}\n"
     stand_in_archives(directory, real=host())
     published = release(
         "manifest",
@@ -64,9 +69,9 @@ def plugin_path(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
     return os.pathsep.join([str(bin_dir), *rest])
 
 
-def kubectl_accurate(path: str, *args: str, kubeconfig: Path | None = None) -> Any:
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NO_COLOR")}
-    env["PATH"] = path
+def kubectl_accurate(path: str, *args: str, kubeconfig: Path | None = None, **extra: str) -> Any:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NO_COLOR", "COLUMNS")}
+    env.update(extra, PATH=path)
     if kubeconfig is not None:
         env["KUBECONFIG"] = str(kubeconfig)
     return subprocess.run(
@@ -99,6 +104,17 @@ def test_krew_installed_binary_reports_the_release_version(plugin_path: str) -> 
         f"kubectl-accurate {TAG[1:]}\n",
         "",
     )
+
+
+def test_the_binary_prints_the_help_rendered_ahead_and_click_renders_the_rest(
+    plugin_path: str,
+) -> None:
+    """The top-level help without click (issue 18), and a command's help through it."""
+    shown = kubectl_accurate(plugin_path, "--help")
+    assert (shown.returncode, shown.stdout, shown.stderr) == (0, rendered.HELP, "")
+    narrow = kubectl_accurate(plugin_path, "--help", COLUMNS="60")
+    assert narrow.returncode == 0 and narrow.stdout != rendered.HELP
+    assert narrow.stdout.startswith("Usage: kubectl accurate [OPTIONS] COMMAND [ARGS]...\n")
 
 
 def test_sub_create_and_list_through_kubectl(

@@ -1,0 +1,68 @@
+"""The release build the binary's tests drive, run in the background: ``krew/release.py build``
+in a process group of its own, with its output in files, stopped with every process it started.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.release.krew import SCRIPT, TAG
+
+BUILD_TIMEOUT = 900.0
+STOP_TIMEOUT = 10.0
+
+
+@dataclass
+class Build:
+    """``krew/release.py build`` running into ``folder / "dist"``."""
+
+    process: subprocess.Popen[bytes]
+    folder: Path
+
+    @property
+    def dist(self) -> Path:
+        return self.folder / "dist"
+
+    def wait(self) -> tuple[int, str, str]:
+        """The build's exit code, standard output and standard error, once it has ended."""
+        self.process.wait(BUILD_TIMEOUT)
+        out, err = (self.folder / name for name in ("stdout", "stderr"))
+        return self.process.returncode, out.read_text(), err.read_text(errors="replace")
+
+    def stop(self) -> None:
+        """End the build and every process it started, and remove what it made."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+BUILD = pytest.StashKey[Build]()
+
+
+def start() -> Build:
+    """Start ``krew/release.py build`` for the release's tag into a new temporary folder."""
+    folder = Path(tempfile.mkdtemp(prefix="accurate-release-"))
+    dist = folder / "dist"
+    dist.mkdir()
+    with (folder / "stdout").open("wb") as out, (folder / "stderr").open("wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, str(SCRIPT), "build", "--tag", TAG, "--dist", str(dist)],
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+    return Build(process, folder)
