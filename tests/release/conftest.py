@@ -19,6 +19,8 @@ BINARY_TESTS = Path(__file__).parent / "test_binary.py"
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly:
+        return
     if any(item.path == BINARY_TESTS for item in session.items):
         session.config.stash[BUILD] = start()
 
