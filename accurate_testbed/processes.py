@@ -22,20 +22,33 @@ STOP_TIMEOUT = 20.0
 
 
 def stop(
-    process: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = STOP_TIMEOUT
+    process: subprocess.Popen[bytes],
+    sig: int = signal.SIGTERM,
+    timeout: float = STOP_TIMEOUT,
+    group: bool = False,
 ) -> bool:
     """Send ``sig`` to ``process`` unless it has ended, and wait for it; one that has not ended
-    within ``timeout`` is killed. Whether it ended by itself: the caller says what a process
-    that had to be killed means."""
+    within ``timeout`` is killed. With ``group``, both go to the process group ``process``
+    leads (started with ``start_new_session``), so that what it started ends with it. Whether
+    it ended by itself: the caller says what a process that had to be killed means."""
     if process.poll() is None:
-        process.send_signal(sig)
+        _send(process, sig, group)
     try:
         process.wait(timeout)
     except subprocess.TimeoutExpired:
-        process.kill()
+        _send(process, signal.SIGKILL, group)
         process.wait()
         return False
     return True
+
+
+def _send(process: subprocess.Popen[bytes], sig: int, group: bool) -> None:
+    if group:
+        os.killpg(process.pid, sig)
+    elif sig == signal.SIGKILL:
+        process.kill()
+    else:
+        process.send_signal(sig)
 
 
 def free_port() -> int:

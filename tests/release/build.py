@@ -4,9 +4,7 @@ in a process group of its own, with its output in files, stopped with every proc
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -15,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from accurate_testbed.processes import stop
 from tests.release.krew import SCRIPT, TAG
 
 BUILD_TIMEOUT = 900.0
@@ -40,13 +39,7 @@ class Build:
 
     def stop(self) -> None:
         """End the build and every process it started, and remove what it made."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop(self.process, timeout=STOP_TIMEOUT, group=True)
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

@@ -17,7 +17,7 @@ import pytest
 from accurate_testbed.cluster import Cluster
 from kubectl_accurate import rendered
 from kubectl_accurate.main import DEFERRED
-from tests.e2e.cli import World
+from tests.e2e.cli import World, plugin_env
 from tests.release.build import BUILD
 from tests.release.krew import (
     TAG,
@@ -70,13 +70,9 @@ def plugin_path(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def kubectl_accurate(path: str, *args: str, kubeconfig: Path | None = None, **extra: str) -> Any:
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NO_COLOR", "COLUMNS")}
-    env.update(extra, PATH=path)
-    if kubeconfig is not None:
-        env["KUBECONFIG"] = str(kubeconfig)
     return subprocess.run(
         ["kubectl", "accurate", *args],
-        env=env,
+        env=plugin_env(kubeconfig, **extra, PATH=path),
         capture_output=True,
         text=True,
         timeout=60,
