@@ -21,7 +21,7 @@ from kubernetes import config as k8s_config
 from accurate_testbed import leftovers
 from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import RUN_LABEL, Cluster, new_run, older_runs, real_kubeconfig
-from libaccurate.kube import ConnectionOptions, Kube
+from libaccurate.network.kube import ConnectionOptions, Kube
 
 # Fixtures that run our webhook server and register it with the cluster, for every test that
 # needs admission as users meet it, and the controller's; the e2e cost line (tally). Registered

@@ -22,7 +22,7 @@ from kubernetes import client as k8s_client
 
 from accurate_testbed import leftovers
 from accurate_testbed.apiserver.server import ApiServer
-from libaccurate.kube import ConnectionOptions, Kube
+from libaccurate.network.kube import ConnectionOptions, Kube
 
 REAL_KUBECONFIG_ENV = "ACCURATE_TEST_KUBECONFIG"
 RUN_LABEL = "e2e.accurate.cybozu.com/run"

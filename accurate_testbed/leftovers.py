@@ -20,7 +20,7 @@ from typing import Any
 
 from accurate_testbed.manifests import CRDS
 from libaccurate.constants import FINALIZER, GROUP, SUBNAMESPACE_PLURAL
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.network.kube import ApiError, Kube, resource_path
 
 # The finalizer tests hold objects with (a namespace, a ConfigMap, a custom object).
 HOLD = "example.com/hold"

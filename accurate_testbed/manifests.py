@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from libaccurate.constants import LABEL_PARENT
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.network.kube import ApiError, Kube, resource_path
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "controller" / "config"
 WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")

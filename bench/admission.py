@@ -27,7 +27,7 @@ from bench import controller, population
 from bench.report import Row, percentile
 from bench.target import Target
 from libaccurate.constants import LABEL_PARENT
-from libaccurate.kube import Kube, resource_path
+from libaccurate.network.kube import Kube, resource_path
 
 NAMESPACES_PER_ROOT = 50
 REGISTRATION_TIMEOUT = 30.0

@@ -19,7 +19,7 @@ from libaccurate.constants import (
     SUBNAMESPACE_KIND,
     TYPE_ROOT,
 )
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.network.kube import ApiError, Kube, resource_path
 
 NAMESPACES = resource_path("", "v1", "namespaces")
 WRITERS = 8

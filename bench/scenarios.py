@@ -42,7 +42,7 @@ from libaccurate.constants import (
     LABEL_TYPE,
     SUBNAMESPACE_PLURAL,
 )
-from libaccurate.kube import Kube, resource_path
+from libaccurate.network.kube import Kube, resource_path
 
 CONVERGE_TIMEOUT = 600.0
 ALL_VERBS = frozenset({"get", "list", "watch", *WRITE_VERBS})

@@ -24,7 +24,7 @@ from pathlib import Path
 from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.manifests import CRDS, subnamespace_crd_manifest
 from accurate_testbed.processes import stop
-from libaccurate.kube import ApiError, ConnectionOptions, Kube
+from libaccurate.network.kube import ApiError, ConnectionOptions, Kube
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_KUBECONFIG_ENV = "ACCURATE_TEST_KUBECONFIG"

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from libaccurate.kube import Kube
+from libaccurate.network.kube import Kube
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 

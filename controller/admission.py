@@ -21,7 +21,7 @@ from controller.reviews import (
 from libaccurate.admission import mutate_subnamespace, review_namespace, review_subnamespace
 from libaccurate.config import NamingPolicy
 from libaccurate.constants import GROUP, SUBNAMESPACE_KIND
-from libaccurate.kube import KubeError
+from libaccurate.network.kube import KubeError
 
 log = logging.getLogger(__name__)
 

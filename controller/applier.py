@@ -19,7 +19,7 @@ from controller.metrics import Metrics
 from controller.writes import Aborted, Known, Replan, Writer
 from libaccurate.actions import Action
 from libaccurate.closing import close
-from libaccurate.kube import KubeError
+from libaccurate.network.kube import KubeError
 from libaccurate.planner import Plan, Result, Snapshot, Step
 
 log = logging.getLogger(__name__)

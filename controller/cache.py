@@ -35,7 +35,7 @@ from libaccurate.constants import (
     SUBNAMESPACE_PLURAL,
 )
 from libaccurate.forest import Forest, node_from_object
-from libaccurate.kube import ApiError, Kube, KubeError, resource_path
+from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
 
 Obj = dict[str, Any]
 Key = tuple[str, str]

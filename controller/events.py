@@ -21,7 +21,7 @@ from typing import Any, Literal
 from controller.throttle import Throttle
 from libaccurate.actions import ObjectRef
 from libaccurate.constants import EVENT_COMPONENT
-from libaccurate.kube import ApiError, Kube, KubeError, resource_path
+from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
 
 # client-go's correlator remembers this many distinct events.
 REMEMBERED = 4096

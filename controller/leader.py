@@ -24,7 +24,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from libaccurate.kube import ApiError, Kube, KubeError, resource_path
+from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
 
 JITTER = 1.2  # client-go's: candidates retry after retry_period * (1 + up to 1.2)
 WAIT_POLL = 0.1  # how often wait_until_leader looks at its stop event

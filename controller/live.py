@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from libaccurate.admission import CREATE, DELETE, UPDATE
 from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE
 from libaccurate.forest import Forest, Node, node_from_object
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.network.kube import ApiError, Kube, resource_path
 
 _NAMESPACES = resource_path("", "v1", "namespaces")
 # A chain of parent/template links is short; this only stops a pathological one.

@@ -39,8 +39,8 @@ from controller.writes import Writer
 from libaccurate import __version__, subnamespaces
 from libaccurate.config import Config, ConfigError, parse_config, resolve_watches
 from libaccurate.constants import SUBNAMESPACE_KIND, SUBNAMESPACE_PLURAL
-from libaccurate.kube import ConnectionOptions, Kube, KubeError
-from libaccurate.kubeconfig import load_credentials
+from libaccurate.network.kube import ConnectionOptions, Kube, KubeError
+from libaccurate.network.kubeconfig import load_credentials
 
 # Every request but a watch gives up after this long, so a dead connection never holds a worker.
 REQUEST_TIMEOUT = 30.0

@@ -17,7 +17,7 @@ from typing import Any
 
 from controller.throttle import Throttle
 from libaccurate.constants import ANNOTATION_GENERATED, ANNOTATION_PROPAGATE
-from libaccurate.kube import ApiError, Kube, KubeError, resource_path
+from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
 from libaccurate.propagation import NOT_GENERATED
 
 Obj = Mapping[str, Any]

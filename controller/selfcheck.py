@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from libaccurate.config import WatchedResource
 from libaccurate.constants import GROUP, SUBNAMESPACE_PLURAL
-from libaccurate.kube import Kube, KubeError, resource_path
+from libaccurate.network.kube import Kube, KubeError, resource_path
 
 REVIEWS = resource_path("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
 

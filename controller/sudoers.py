@@ -33,7 +33,7 @@ from libaccurate.access import (
 )
 from libaccurate.config import WatchedResource
 from libaccurate.forest import Forest
-from libaccurate.kube import ApiError, Kube, KubeError, resource_path
+from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
 from libaccurate.planner import Snapshot
 
 Obj = dict[str, Any]

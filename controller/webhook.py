@@ -28,7 +28,7 @@ from controller.health import Listener, parse_addr
 from controller.live import LiveReads, NamespaceSource
 from controller.reviews import MAX_BODY, BadRequest, decode, status
 from libaccurate.config import NamingPolicy
-from libaccurate.kube import Kube
+from libaccurate.network.kube import Kube
 
 # The paths of the Go Accurate's current release, which our manifests register.
 VALIDATE_NAMESPACE_PATH = "/validate-v1-namespace"

@@ -36,8 +36,8 @@ from controller.logs import setup_logging
 from controller.metrics import WebhookMetrics
 from controller.webhook import WebhookServer
 from libaccurate.config import NamingPolicy
-from libaccurate.kube import ConnectionOptions, Kube, KubeError
-from libaccurate.kubeconfig import load_credentials
+from libaccurate.network.kube import ConnectionOptions, Kube, KubeError
+from libaccurate.network.kubeconfig import load_credentials
 
 # The child imports the controller and lists every namespace's first page before it serves;
 # on a loaded node that takes seconds, never this long.

@@ -43,8 +43,8 @@ from libaccurate.constants import (
     LABEL_CREATED_BY,
     LABEL_PARENT,
 )
-from libaccurate.kube import ApiError, Kube, KubeError, resource_path
 from libaccurate.lifecycle import OWNED_CONDITIONS
+from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
 
 Obj = dict[str, Any]
 T = TypeVar("T")

@@ -17,7 +17,7 @@ from accurate_testbed.processes import environment
 from demo.narrator import DemoError, Narrator
 from demo.stage import stage
 from demo.tour import tour
-from libaccurate.kube import KubeError
+from libaccurate.network.kube import KubeError
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 INTERRUPTED = 130

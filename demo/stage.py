@@ -27,7 +27,7 @@ from accurate_testbed.waiting import wait_for
 from demo.narrator import DemoError, Narrator
 from kubectl_accurate.watched import DEFAULT_CONFIGMAP
 from libaccurate.constants import SUBNAMESPACE_CRD_NAME
-from libaccurate.kube import ConnectionOptions, Kube, KubeError
+from libaccurate.network.kube import ConnectionOptions, Kube, KubeError
 
 # Generous for a slow machine: each wait of the demo usually takes well under a second.
 WAIT_TIMEOUT = 30.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from demo.narrator import Narrator
 from demo.stage import RBAC, wait
 from libaccurate.constants import ANNOTATION_PROPAGATE, LABEL_TYPE, TYPE_ROOT
-from libaccurate.kube import Kube, resource_path
+from libaccurate.network.kube import Kube, resource_path
 
 ROOT = "team-a"
 OTHER_ROOT = "team-b"

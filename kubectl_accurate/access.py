@@ -31,7 +31,7 @@ from kubectl_accurate.subnamespace_api import NotServed, SubNamespaceApi
 from libaccurate import access as model
 from libaccurate.access import LEVELS, AccessError, Edit, Subject
 from libaccurate.constants import LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.network.kube import ApiError, Kube, resource_path
 
 Obj = dict[str, Any]
 Plan = Callable[[str, str, Sequence[Subject], dict[str, Obj | None]], list[Edit]]

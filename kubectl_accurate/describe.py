@@ -27,7 +27,7 @@ from libaccurate.constants import (
     TYPE_ROOT,
     TYPE_TEMPLATE,
 )
-from libaccurate.kube import ApiError, Kube, KubeError, resource_path
+from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
 from libaccurate.selection import EVERYWHERE, selection_of
 from libaccurate.treelabels import is_tree_label, tree_label_suffix, tree_labels
 

@@ -22,7 +22,7 @@ from libaccurate import __version__
 # The adapter is imported when a command connects: a command that only parses its command line
 # (--help, --version, completion) then loads nothing of it (issue 18).
 if TYPE_CHECKING:
-    from libaccurate.kube import ConnectionOptions, Kube
+    from libaccurate.network.kube import ConnectionOptions, Kube
 
 F = TypeVar("F", bound=Callable[..., Any])
 _STORE = "accurate.connection"
@@ -134,7 +134,7 @@ def _options(shown: bool) -> tuple[click.Option, ...]:
 
 
 def connection_options(ctx: click.Context) -> ConnectionOptions:
-    from libaccurate.kube import ConnectionOptions
+    from libaccurate.network.kube import ConnectionOptions
 
     given = {k: v for k, v in ctx.meta.get(_STORE, {}).items() if k != CACHE_DIR}
     return ConnectionOptions(**given)
@@ -145,6 +145,6 @@ def cache_dir(ctx: click.Context) -> str | None:
 
 
 def connect(ctx: click.Context) -> Kube:
-    from libaccurate.kube import Kube
+    from libaccurate.network.kube import Kube
 
     return Kube.connect(connection_options(ctx), user_agent=USER_AGENT)

@@ -38,7 +38,7 @@ from libaccurate.hnc import (
     plan_import,
     propagated_kinds,
 )
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.network.kube import ApiError, Kube, resource_path
 
 Write = MarkObject | LabelPatch | CreateSubNamespace
 Obj = dict[str, Any]

@@ -8,8 +8,8 @@ usage errors exit 2. ``-h``/``--help`` and ``help [COMMAND]`` work everywhere, a
 Start-up time is most of what a user waits for on a small cluster (issue 18), so importing the
 command tree loads click and the light modules that describe the command line (``arguments``,
 ``flags``, ``output``, ``completion``), and nothing heavy: YAML, TLS and HTTP load when a
-command connects (``libaccurate.kube`` and ``kubeconfig`` import them there), and the plugin's
-rules and write machinery inside the commands that use them, so ``list`` loads neither the
+command connects (``libaccurate.network.kube`` and ``kubeconfig`` import them there), and the
+plugin's rules and write machinery inside the commands that use them, so ``list`` loads neither the
 planner nor ``changes``. A new command follows the same rule: a command here imports what it
 works with inside its body; a command with a module of its own is listed in ``DEFERRED`` and
 its module is imported only when the command is used. ``tests/e2e/test_cli_startup.py`` holds
@@ -48,7 +48,7 @@ HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 # its error, so telling them apart needs no import (and a --help run loads none of them).
 FAILURES = (
     ("kubectl_accurate.changes", "Refused"),
-    ("libaccurate.kubeconfig", "KubeError"),
+    ("libaccurate.network.kubeconfig", "KubeError"),
     ("libaccurate.conversion", "ConversionError"),
 )
 
@@ -158,7 +158,7 @@ def _complete_namespaces(
     from click.shell_completion import CompletionItem
 
     from kubectl_accurate.reads import read_namespaces
-    from libaccurate.kube import KubeError
+    from libaccurate.network.kube import KubeError
 
     try:
         api = _api(ctx)

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from libaccurate.forest import Forest
-from libaccurate.kube import KubeError
+from libaccurate.network.kube import KubeError
 
 LEGEND = {
     "r": "root",

@@ -29,7 +29,7 @@ from libaccurate.actions import (
 from libaccurate.config import GroupVersionKind
 from libaccurate.constants import FINALIZER
 from libaccurate.forest import Forest
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.network.kube import ApiError, Kube, resource_path
 from libaccurate.planner import Snapshot, plan
 
 Obj = Mapping[str, Any]

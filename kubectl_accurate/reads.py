@@ -17,7 +17,7 @@ from typing import Any
 from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from libaccurate.forest import node_from_object
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.network.kube import ApiError, Kube, resource_path
 
 NAMESPACES = resource_path("", "v1", "namespaces")
 LIMITED_NOTE = (

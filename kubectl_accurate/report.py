@@ -20,7 +20,7 @@ from kubectl_accurate.main import accurate_namespace_option, command, namespace_
 from kubectl_accurate.output import CliError, Printer
 from kubectl_accurate.reads import read_namespaces
 from kubectl_accurate.subnamespace_api import SubNamespaceApi
-from libaccurate.kube import Kube
+from libaccurate.network.kube import Kube
 from libaccurate.report import billing_keys, flat_header, rows
 
 FORMATS = ("table", "csv", "json")

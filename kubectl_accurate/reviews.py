@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from libaccurate.kube import Kube, resource_path
+from libaccurate.network.kube import Kube, resource_path
 
 Obj = dict[str, Any]
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from libaccurate import subnamespaces
 from libaccurate.constants import GROUP, SUBNAMESPACE_CRD_NAME
-from libaccurate.kube import ApiError, Kube, KubeError
+from libaccurate.network.kube import ApiError, Kube, KubeError
 
 T = TypeVar("T")
 # As long as kubectl trusts its discovery cache.

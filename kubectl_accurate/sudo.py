@@ -21,7 +21,7 @@ from kubectl_accurate.output import CliError
 from kubectl_accurate.reviews import allowed
 from libaccurate.access import SUDO_PREFIX, TURN_SUDO_ON, sudo_group
 from libaccurate.constants import LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
-from libaccurate.kube import ApiError, ConnectionOptions, Kube, resource_path
+from libaccurate.network.kube import ApiError, ConnectionOptions, Kube, resource_path
 
 _IMPERSONATION = ("impersonate", "impersonate_groups")
 _NOTE = (

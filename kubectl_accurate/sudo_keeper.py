@@ -30,7 +30,7 @@ from libaccurate.access import (
     sudo_group,
     sudo_review,
 )
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.network.kube import ApiError, Kube, resource_path
 
 # Asking about more of the people already granted would only repeat the same answer.
 _EARLIER_ASKED = 5

@@ -21,7 +21,7 @@ from libaccurate.config import (
     parse_config,
     resolve_watches,
 )
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.network.kube import ApiError, Kube, resource_path
 
 DEPLOYMENT = "accurate-controller-manager"
 CONFIG_VOLUME = "config"

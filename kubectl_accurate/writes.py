@@ -32,7 +32,7 @@ from libaccurate.admission import (
     review_subnamespace,
 )
 from libaccurate.forest import Forest
-from libaccurate.kube import ApiError
+from libaccurate.network.kube import ApiError
 
 FIELD_MANAGER = "kubectl-accurate"
 DRY_RUN = {"dryRun": "All"}

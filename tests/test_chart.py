@@ -24,7 +24,7 @@ from accurate_testbed.manifests import MANIFESTS, render
 from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 from controller import options, selfcheck
 from libaccurate.config import Config, parse_config, resolve_watches
-from libaccurate.kube import ConnectionOptions, Kube
+from libaccurate.network.kube import ConnectionOptions, Kube
 from tests.e2e.webhooks import connect, kubectl
 from tests.test_manifests import match_expression
 

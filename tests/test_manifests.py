@@ -38,7 +38,7 @@ from libaccurate.constants import (
     SUBNAMESPACE_CRD_NAME,
     SUBNAMESPACE_PLURAL,
 )
-from libaccurate.kube import ConnectionOptions, Kube
+from libaccurate.network.kube import ConnectionOptions, Kube
 from tests.e2e.webhooks import connect, kubectl
 
 DIRECTORIES = sorted(path.parent for path in MANIFESTS.glob("*/kustomization.yaml"))

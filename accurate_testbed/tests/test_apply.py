@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from accurate_testbed.cluster import Cluster
-from libaccurate.kube import ApiError, ConnectionOptions, Kube, resource_path
+from libaccurate.network.kube import ApiError, ConnectionOptions, Kube, resource_path
 
 
 @pytest.fixture

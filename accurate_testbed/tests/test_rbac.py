@@ -24,7 +24,7 @@ from accurate_testbed.cluster import Cluster
 from accurate_testbed.tests.helpers import error_of
 from accurate_testbed.tests.test_kubectl import kubectl
 from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
-from libaccurate.kube import ApiError, ConnectionOptions, Kube
+from libaccurate.network.kube import ApiError, ConnectionOptions, Kube
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 

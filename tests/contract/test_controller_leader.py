@@ -22,7 +22,7 @@ from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.waiting import wait_for
 from controller.leader import LeaderElector
-from libaccurate.kube import ApiError, ConnectionOptions, Kube, resource_path
+from libaccurate.network.kube import ApiError, ConnectionOptions, Kube, resource_path
 
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 TIMINGS = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.05}

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from libaccurate.http_connection import Connection, ProtocolError
+from libaccurate.network.http_connection import Connection, ProtocolError
 
 TIMEOUT = 10.0
 

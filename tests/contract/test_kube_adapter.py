@@ -1,5 +1,5 @@
-"""libaccurate.kube, the one adapter to the API: credentials as kubectl finds them, JSON calls,
-watches and discovery, against the test cluster (or a real one)."""
+"""libaccurate.network.kube, the one adapter to the API: credentials as kubectl finds them, JSON
+calls, watches and discovery, against the test cluster (or a real one)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import yaml
 
 from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import Cluster
-from libaccurate.kube import (
+from libaccurate.network.kube import (
     ApiError,
     ConnectionOptions,
     Kube,
@@ -23,7 +23,7 @@ from libaccurate.kube import (
     parse_duration,
     resource_path,
 )
-from libaccurate.kubeconfig import load_credentials
+from libaccurate.network.kubeconfig import load_credentials
 
 
 @pytest.fixture

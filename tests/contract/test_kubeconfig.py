@@ -1,4 +1,5 @@
-"""libaccurate.kubeconfig: the endpoint and credentials kubectl would use, shown by connecting.
+"""libaccurate.network.kubeconfig: the endpoint and credentials kubectl would use, shown by
+connecting.
 
 Where kubectl and the ``kubernetes`` package differ (test_kubeconfig_agreement compares the two
 everywhere else), these tests pin kubectl's behaviour: the first current-context wins, a user's
@@ -27,9 +28,9 @@ import trustme
 import yaml
 
 from accurate_testbed.processes import free_port
-from libaccurate import kubeconfig as loader
-from libaccurate.kube import ApiError, ConnectionOptions, Kube, KubeError
-from libaccurate.kubeconfig import load_credentials
+from libaccurate.network import kubeconfig as loader
+from libaccurate.network.kube import ApiError, ConnectionOptions, Kube, KubeError
+from libaccurate.network.kubeconfig import load_credentials
 
 NAMESPACE = "/api/v1/namespaces/default"
 EXEC_API = "client.authentication.k8s.io/v1"

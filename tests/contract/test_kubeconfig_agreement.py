@@ -1,6 +1,6 @@
-"""libaccurate.kubeconfig picks what the ``kubernetes`` package's loader picks, over generated
-kubeconfigs: several files merged, static users of every kind, file and data forms, relative
-and absolute paths, several contexts, with and without kubectl's override flags.
+"""libaccurate.network.kubeconfig picks what the ``kubernetes`` package's loader picks, over
+generated kubeconfigs: several files merged, static users of every kind, file and data forms,
+relative and absolute paths, several contexts, with and without kubectl's override flags.
 
 The package knows no flags and differs from kubectl in a few places, so the reference here is
 the package's KubeConfigLoader plus kubectl's rules where they differ (each marked "kubectl:"
@@ -27,7 +27,12 @@ from hypothesis import strategies as st
 from kubernetes.client import Configuration
 from kubernetes.config import kube_config
 
-from libaccurate.kubeconfig import ConnectionOptions, Credentials, KubeError, load_credentials
+from libaccurate.network.kubeconfig import (
+    ConnectionOptions,
+    Credentials,
+    KubeError,
+    load_credentials,
+)
 
 CLUSTERS = ("c1", "c2", "c3")
 USERS = ("u1", "u2", "u3")

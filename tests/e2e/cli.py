@@ -35,7 +35,7 @@ from libaccurate.constants import (
     TYPE_ROOT,
     TYPE_TEMPLATE,
 )
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.network.kube import ApiError, Kube, resource_path
 from tests.e2e.webhooks import connect, namespace
 
 SCRIPTS = Path(sys.executable).parent

@@ -35,7 +35,7 @@ from accurate_testbed.processes import Process, environment, launch
 from accurate_testbed.waiting import wait_for
 from libaccurate import subnamespaces
 from libaccurate.constants import LABEL_TYPE, TYPE_ROOT
-from libaccurate.kube import Kube, resource_path
+from libaccurate.network.kube import Kube, resource_path
 from libaccurate.subnamespaces import path as subnamespaces_path
 from tests.e2e.tally import CONTROLLERS, DELETIONS, count
 from tests.e2e.webhooks import connect, kubectl

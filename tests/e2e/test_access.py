@@ -19,7 +19,7 @@ from accurate_testbed.objects import controller_stand_in
 from controller.sudoers import TURN_ON
 from libaccurate.access import TURN_SUDO_ON, sudo_group, sudoer_name
 from libaccurate.constants import ANNOTATION_FROM, LABEL_PARENT
-from libaccurate.kube import resource_path
+from libaccurate.network.kube import resource_path
 from tests.e2e import test_controller_propagation as propagation
 from tests.e2e.cli import failed, run_plugin, succeeded
 from tests.e2e.controller import Controllers, Scene

@@ -8,7 +8,7 @@ import pytest
 from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import Cluster
 from libaccurate.constants import LABEL_TEMPLATE
-from libaccurate.kube import resource_path
+from libaccurate.network.kube import resource_path
 from tests.e2e.cli import World, failed, succeeded
 from tests.e2e.webhooks import Webhooks
 

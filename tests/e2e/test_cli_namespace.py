@@ -14,7 +14,7 @@ import yaml
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.objects import controller_stand_in
 from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE, TYPE_ROOT
-from libaccurate.kube import resource_path
+from libaccurate.network.kube import resource_path
 from tests.e2e.cli import World, failed, field, resource_rows, succeeded
 from tests.e2e.webhooks import Webhooks
 

@@ -32,7 +32,7 @@ import yaml
 from accurate_testbed.cluster import Cluster
 from kubectl_accurate.completion import SHELLS
 from kubectl_accurate.main import DEFERRED
-from libaccurate import plain_yaml
+from libaccurate.network import plain_yaml
 from scripts.render_answers import answer
 from tests.e2e.cli import SCRIPTS, World, plugin_env
 
@@ -77,8 +77,8 @@ RULES = (
     "libaccurate.admission",
     "libaccurate.config",
     "libaccurate.hnc",
-    "libaccurate.kube",
-    "libaccurate.kubeconfig",
+    "libaccurate.network.kube",
+    "libaccurate.network.kubeconfig",
     "libaccurate.planner",
     "libaccurate.propagation",
 )
@@ -154,7 +154,7 @@ def test_list_starts_without_the_kubernetes_package_and_what_only_other_commands
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{root} [r]\n\n[r] root\n"
     modules = imported(result.stderr)
-    assert {"kubectl_accurate.main", "libaccurate.kubeconfig"} <= modules  # the log is real
+    assert {"kubectl_accurate.main", "libaccurate.network.kubeconfig"} <= modules  # the log is real
     forbidden = set(NOT_FOR_LIST)
     if not uses_static_credentials(cluster):
         forbidden -= set(KUBERNETES)  # which imports PyYAML too

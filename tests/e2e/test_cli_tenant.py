@@ -33,7 +33,7 @@ from libaccurate.constants import (
     PROPAGATE_UPDATE,
     TYPE_TEMPLATE,
 )
-from libaccurate.kube import resource_path
+from libaccurate.network.kube import resource_path
 from tests.e2e.cli import (
     failed,
     field,

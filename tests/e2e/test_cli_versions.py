@@ -28,7 +28,7 @@ from libaccurate.constants import (
     LABEL_PARENT,
     SUBNAMESPACE_CRD_NAME,
 )
-from libaccurate.kube import resource_path
+from libaccurate.network.kube import resource_path
 from tests.e2e.cli import World, failed, field, install_subnamespace_roles, succeeded
 from tests.e2e.controller import Scene
 

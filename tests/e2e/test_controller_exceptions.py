@@ -12,7 +12,7 @@ from libaccurate.constants import (
     ANNOTATION_PROPAGATE_SELECT,
     ANNOTATION_PROPAGATE_TREE_SELECT,
 )
-from libaccurate.kube import resource_path
+from libaccurate.network.kube import resource_path
 from libaccurate.selection import REASON_BAD_EXCEPTION as REASON
 from tests.e2e.controller import Controllers, Scene
 from tests.e2e.test_controller_propagation import events_about

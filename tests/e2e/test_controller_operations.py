@@ -25,7 +25,7 @@ from libaccurate.constants import (
     LABEL_TYPE,
     TYPE_ROOT,
 )
-from libaccurate.kube import resource_path
+from libaccurate.network.kube import resource_path
 from tests.e2e.controller import Controllers, Scene, subnamespaces_path
 from tests.e2e.test_controller_propagation import events_about
 

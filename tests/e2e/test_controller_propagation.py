@@ -22,7 +22,7 @@ from libaccurate.constants import (
     TYPE_ROOT,
     TYPE_TEMPLATE,
 )
-from libaccurate.kube import resource_path
+from libaccurate.network.kube import resource_path
 from tests.e2e.cli import run_plugin, succeeded
 from tests.e2e.controller import Controllers, Scene
 

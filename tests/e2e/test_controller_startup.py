@@ -13,7 +13,7 @@ from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.processes import PROGRAM, environment
 from libaccurate import __version__
-from libaccurate.kube import resource_path
+from libaccurate.network.kube import resource_path
 from tests.e2e.controller import Controllers, Scene
 
 

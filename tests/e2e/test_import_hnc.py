@@ -30,7 +30,7 @@ from libaccurate.constants import (
     LABEL_PARENT,
     LABEL_TYPE,
 )
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.network.kube import ApiError, Kube, resource_path
 from tests.e2e.cli import failed, run_plugin, succeeded
 from tests.e2e.controller import Controllers, Scene
 from tests.e2e.webhooks import Webhooks, connect

@@ -22,7 +22,7 @@ from accurate_testbed.kubectl import kubectl
 from accurate_testbed.leftovers import NAMESPACES, WEBHOOK_CONFIGURATIONS
 from accurate_testbed.waiting import wait_for
 from libaccurate.constants import LABEL_TYPE, TYPE_ROOT
-from libaccurate.kube import ConnectionOptions, Kube
+from libaccurate.network.kube import ConnectionOptions, Kube
 
 REPO = Path(__file__).resolve().parents[2]
 INITIAL_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}

@@ -19,7 +19,7 @@ from accurate_testbed.cluster import Cluster
 from controller.webhook import VALIDATE_SUBNAMESPACE_PATH, WebhookServer
 from libaccurate.constants import GROUP, LABEL_PARENT, LABEL_TYPE, SUBNAMESPACE_PLURAL, TYPE_ROOT
 from libaccurate.forest import Forest
-from libaccurate.kube import ApiError, Kube, resource_path
+from libaccurate.network.kube import ApiError, Kube, resource_path
 from tests.e2e.webhooks import LiveNamespaces, connect, namespace, register_webhooks
 
 # The race showed about once in 20 moves on a real API server; with the cache held back it

@@ -49,7 +49,7 @@ from libaccurate.constants import (
     TYPE_ROOT,
 )
 from libaccurate.forest import Forest
-from libaccurate.kube import ApiError, ConnectionOptions, Kube, resource_path
+from libaccurate.network.kube import ApiError, ConnectionOptions, Kube, resource_path
 
 NAMESPACES = resource_path("", "v1", "namespaces")
 # A real API server may take a moment to see a new webhook configuration or CRD.

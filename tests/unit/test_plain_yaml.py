@@ -11,7 +11,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from libaccurate.plain_yaml import NotPlain, load
+from libaccurate.network.plain_yaml import NotPlain, load
 
 # The loader kubeconfig.py falls back to.
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -1,12 +1,12 @@
 """The one adapter between Accurate and the Kubernetes API, shared by the CLI and the controller.
 
-It connects where ``libaccurate.kubeconfig`` says, with the credentials it found there, and
-speaks plain JSON over HTTP/1.1 itself (``libaccurate.http_connection``): responses stay dicts,
-as the pure rules expect, a 10,000-namespace list is one request and one ``json.loads``, and
-retries are the caller's decision rather than hidden in a generated client. Those connections
-and a small pool of them kept alive (``_Connections``) are all the controller's threads and the
-plugin's one request need; an HTTP library cost every plugin command 25 ms or more of imports,
-``http.client`` 12 % of a ``list`` (issue 18).
+It connects where ``libaccurate.network.kubeconfig`` says, with the credentials it found there,
+and speaks plain JSON over HTTP/1.1 itself (``libaccurate.network.http_connection``): responses
+stay dicts, as the pure rules expect, a 10,000-namespace list is one request and one
+``json.loads``, and retries are the caller's decision rather than hidden in a generated client.
+Those connections and a small pool of them kept alive (``_Connections``) are all the
+controller's threads and the plugin's one request need; an HTTP library cost every plugin
+command 25 ms or more of imports, ``http.client`` 12 % of a ``list`` (issue 18).
 """
 
 from __future__ import annotations
@@ -23,7 +23,12 @@ from urllib.parse import urlencode, urlsplit
 
 # KubeError and ConnectionOptions are defined with the loader, which needs them first; every
 # caller imports them from here, with the rest of the adapter.
-from libaccurate.kubeconfig import ConnectionOptions, Credentials, KubeError, load_credentials
+from libaccurate.network.kubeconfig import (
+    ConnectionOptions,
+    Credentials,
+    KubeError,
+    load_credentials,
+)
 
 # Callers build the paths they request with the adapter, so it hands them the builder too.
 from libaccurate.paths import resource_path as resource_path
@@ -33,7 +38,7 @@ from libaccurate.paths import resource_path as resource_path
 if TYPE_CHECKING:
     import ssl
 
-    from libaccurate.http_connection import Connection, Response
+    from libaccurate.network.http_connection import Connection, Response
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -304,7 +309,7 @@ class _Connections:
         self._lock = threading.Lock()
 
     def open(self) -> Connection:
-        from libaccurate.http_connection import Connection
+        from libaccurate.network.http_connection import Connection
 
         host, port = self._address
         _debug("new connection to %s:%s", host, port)
