@@ -26,10 +26,8 @@ FORMAT_WRONG = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
 BAD_SUFFIX = "unable to parse quantity's suffix"
-BAD_NUMBER = "unable to parse quantity's numeric portion"
 
 _SHAPE = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")
-_NUMBER = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)")
 _EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)")
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -97,9 +95,12 @@ def parse(text: str | int | float) -> Quantity:
     if not shape:
         raise QuantityError(FORMAT_WRONG)
     number, suffix = shape.groups()
-    if not _NUMBER.fullmatch(number):
-        raise QuantityError(BAD_NUMBER)
-    value = Fraction(number.lstrip("+"))
+    if number.count(".") > 1:  # parseQuantityString stops at the second dot
+        raise QuantityError(FORMAT_WRONG)
+    digits = number.lstrip("+-")
+    value = Fraction(digits if digits != "." else "0")  # Go reads a lone "." as 0
+    if number.startswith("-"):
+        value = -value
     if suffix in _BINARY:
         fmt, value = BINARY_SI, value * 2 ** _BINARY[suffix]
     elif suffix in _DECIMAL:

@@ -33,6 +33,8 @@ CANONICAL = [
     ("1.0000000001", "1000000001n"),
     ("-1.5", "-1500m"),
     (" 1 ", "1"),
+    (".", "0"),
+    ("1.", "1"),
     ("0", "0"),
     (1.5, "1500m"),  # a JSON number, as YAML's cpu: 1.5 arrives
     (2, "2"),
@@ -50,7 +52,8 @@ def test_canonical_form_is_apimachinerys(text: str | float, expected: str) -> No
         ("", quantity.FORMAT_WRONG),
         ("abc", quantity.FORMAT_WRONG),
         ("1KB", quantity.FORMAT_WRONG),
-        ("1..2", quantity.BAD_NUMBER),
+        ("1..2", quantity.FORMAT_WRONG),
+        ("1.5.5", quantity.FORMAT_WRONG),
         ("1Ki2", quantity.BAD_SUFFIX),
     ],
 )
