@@ -147,8 +147,8 @@ class QuotaController:
 
 
 def _gives_back(change: Change) -> bool:
-    """Whether a change may lower usage: any deletion, a pod that stops being charged, a
-    service whose type changes, a claim whose allocated size changes."""
+    """Whether a change may lower usage (DefaultUpdateFilter): any deletion, a pod that stops
+    being charged, a service whose quota type changes, a claim whose allocated size changes."""
     if change.type == "DELETED":
         return True
     if change.type != "MODIFIED" or change.old is None:
@@ -156,15 +156,19 @@ def _gives_back(change: Change) -> bool:
     if (change.group, change.plural) == ("", "pods"):
         return charged(change.old) and not charged(change.obj)
     if (change.group, change.plural) == ("", "services"):
-        return (change.old.get("spec") or {}).get("type") != (change.obj.get("spec") or {}).get(
-            "type"
-        )
+        return _quota_service_type(change.old) != _quota_service_type(change.obj)
     if (change.group, change.plural) == ("", "persistentvolumeclaims"):
         allocated = "allocatedResources"
         return (change.old.get("status") or {}).get(allocated) != (
             change.obj.get("status") or {}
         ).get(allocated)
     return False
+
+
+def _quota_service_type(service: Obj) -> str:
+    """GetQuotaServiceType: the types quota counts something for, else none."""
+    kind = (service.get("spec") or {}).get("type")
+    return kind if kind in ("NodePort", "LoadBalancer") else ""
 
 
 def _key(quota: Obj) -> QuotaKey:
