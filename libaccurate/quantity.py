@@ -1,121 +1,224 @@
-"""Kubernetes resource quantities (``1.5``, ``500m``, ``2Gi``, ``1e3``): read, add, compare, print.
+"""Kubernetes quantities (``1.5``, ``500m``, ``2Gi``, ``1e3``) and resource lists of them,
+read, summed, compared and written back exactly as apimachinery's ``resource.Quantity`` and
+apiserver's ``quota/v1`` helpers do.
 
-ResourceQuota and every ResourceList use this syntax, and a quota that refused ``cpu: 1.5``
-where ResourceQuota accepts it (HNC's did) would surprise everyone; so parsing follows
-apimachinery's ``ParseQuantity`` and printing its canonical form (``1.5`` prints ``1500m``,
-``1000`` prints ``1k``, ``1.5Gi`` prints ``1536Mi``), so that the numbers in our messages read
-like kube-apiserver's own. Values are exact fractions, rounded up to the nano as Kubernetes
-rounds them, so that sums never drift.
+Quota messages and ``status.used`` show quantities in their canonical form (``1.5`` is written
+``1500m``, ``1024Mi`` is ``1Gi``), and a refusal lists resources sorted by name; anything that
+prints or compares quota numbers must agree with kube-apiserver to the character, so the rules
+live here once: parsing and canonical form follow ``apimachinery/pkg/api/resource/quantity.go``
+(ParseQuantity, CanonicalizeBytes), sums ``Quantity.Add`` (a zero takes the other's format), and
+the list helpers ``apiserver/pkg/quota/v1/resources.go`` (Add, Subtract, Mask, LessThanOrEqual)
+and the quota admission's ``prettyPrint``.
 """
 
 from __future__ import annotations
 
-import math
 import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal, NamedTuple
 
-Format = Literal["DecimalSI", "BinarySI", "DecimalExponent"]
+DECIMAL_SI = "DecimalSI"
+BINARY_SI = "BinarySI"
+DECIMAL_EXPONENT = "DecimalExponent"
 
-_NUMBER = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(.*)", re.DOTALL)
+FORMAT_WRONG = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+BAD_SUFFIX = "unable to parse quantity's suffix"
+
+_SHAPE = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")
 _EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)")
-# How apimachinery's own error message describes the syntax.
-_RULE = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in _DECIMAL.items()}
-_BINARY_SUFFIX = {bits: suffix for suffix, bits in _BINARY.items()}
+_BINARY_SUFFIX = {0: "", **{exponent: suffix for suffix, exponent in _BINARY.items()}}
 _NANO = Fraction(1, 10**9)
 
 
 class QuantityError(ValueError):
-    """Not a quantity Kubernetes would accept; the message quotes it."""
+    """Text that is not a quantity; the message is apimachinery's."""
 
 
-class Quantity(NamedTuple):
-    """An exact amount and the notation it prints in (the one it was written in)."""
+@dataclass(frozen=True, order=False)
+class Quantity:
+    """An exact amount and the format it was written in, which decides how it is printed."""
 
     value: Fraction
-    format: Format = "DecimalSI"
-
-    def __add__(self, other: object) -> Quantity:
-        """The sum, in this quantity's notation (as apimachinery's ``Add`` keeps the receiver's)."""
-        if not isinstance(other, Quantity):
-            return NotImplemented
-        return Quantity(self.value + other.value, self.format)
-
-    def __sub__(self, other: Quantity) -> Quantity:
-        return Quantity(self.value - other.value, self.format)
+    format: str = DECIMAL_SI
 
     def __str__(self) -> str:
-        return canonical(self)
+        return _canonical(self.value, self.format)
+
+    def __add__(self, other: Quantity) -> Quantity:
+        # Quantity.Add: a zero takes the format of what is added to it.
+        fmt = other.format if self.value == 0 else self.format
+        return Quantity(self.value + other.value, fmt)
+
+    def __sub__(self, other: Quantity) -> Quantity:
+        fmt = other.format if self.value == 0 else self.format
+        return Quantity(self.value - other.value, fmt)
+
+    def __lt__(self, other: Quantity) -> bool:
+        return self.value < other.value
+
+    def __le__(self, other: Quantity) -> bool:
+        return self.value <= other.value
+
+    def __eq__(self, other: object) -> bool:
+        """Equal amounts are equal whatever their format, as Quantity.Cmp says."""
+        return isinstance(other, Quantity) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
 
 
 ZERO = Quantity(Fraction(0))
 
 
-def parse(text: str) -> Quantity:
-    """Read a quantity as ``resource.ParseQuantity`` does; raises QuantityError."""
-    found = _NUMBER.fullmatch(text)
-    if found is None:
-        raise QuantityError(f"quantity {text!r} must match the regular expression {_RULE}")
-    sign, digits, suffix = found.groups()
-    number = Fraction(digits if not digits.endswith(".") else digits[:-1])
-    fmt: Format
+def count(number: int) -> Quantity:
+    """An object count, as the evaluators make them (``resource.NewQuantity(n, DecimalSI)``)."""
+    return Quantity(Fraction(number))
+
+
+def parse(text: str | int | float) -> Quantity:
+    """A quantity from its text, or from a JSON number (YAML ``cpu: 1.5`` arrives as one).
+
+    Like ParseQuantity: surrounding spaces are ignored, a non-zero amount finer than a nano is
+    rounded up (away from zero) to one, and a binary amount below 1 is decimal."""
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
+        raise QuantityError(FORMAT_WRONG)
+    if isinstance(text, float):
+        text = repr(text)
+    text = str(text).strip()
+    shape = _SHAPE.fullmatch(text)
+    if not shape:
+        raise QuantityError(FORMAT_WRONG)
+    number, suffix = shape.groups()
+    if number.count(".") > 1:  # parseQuantityString stops at the second dot
+        raise QuantityError(FORMAT_WRONG)
+    digits = number.lstrip("+-")
+    value = Fraction(digits if digits != "." else "0")  # Go reads a lone "." as 0
+    if number.startswith("-"):
+        value = -value
     if suffix in _BINARY:
-        fmt, scale = "BinarySI", Fraction(2) ** _BINARY[suffix]
+        fmt, value = BINARY_SI, value * 2 ** _BINARY[suffix]
     elif suffix in _DECIMAL:
-        fmt, scale = "DecimalSI", Fraction(10) ** _DECIMAL[suffix]
-    elif (exponent := _EXPONENT.fullmatch(suffix)) is not None:
-        fmt, scale = "DecimalExponent", Fraction(10) ** int(exponent.group(1))
+        fmt, value = DECIMAL_SI, value * Fraction(10) ** _DECIMAL[suffix]
+    elif exponent := _EXPONENT.fullmatch(suffix):
+        fmt, value = DECIMAL_EXPONENT, value * Fraction(10) ** int(exponent.group(1))
     else:
-        raise QuantityError(f"quantity {text!r} has an unknown suffix {suffix!r}")
-    value = _round_up_to_nano(number * scale)
-    return Quantity(-value if sign == "-" else value, fmt)
+        raise QuantityError(BAD_SUFFIX)
+    value = _round_up_to_nano(value)
+    if fmt == BINARY_SI and 0 < abs(value) < 1:
+        fmt = DECIMAL_SI
+    return Quantity(value, fmt)
+
+
+def canonical(text: str | int | float) -> str:
+    """How the API server writes a quantity back (``"1.5"`` -> ``"1500m"``)."""
+    return str(parse(text))
 
 
 def _round_up_to_nano(value: Fraction) -> Fraction:
-    """Kubernetes keeps nine decimal places and rounds what is finer away from zero."""
-    nanos = value / _NANO
-    if nanos.denominator == 1:
+    scaled = abs(value) / _NANO
+    if scaled.denominator == 1:
         return value
-    return Fraction(math.ceil(nanos)) * _NANO
+    rounded = (scaled.numerator // scaled.denominator + 1) * _NANO
+    return rounded if value > 0 else -rounded
 
 
-def canonical(quantity: Quantity) -> str:
-    """The quantity as apimachinery's ``String`` prints it."""
-    value = quantity.value
+def _canonical(value: Fraction, fmt: str) -> str:
+    """CanonicalizeBytes: binary only for whole amounts of at least 1024 in magnitude,
+    otherwise a mantissa without trailing zeros and an exponent that is a multiple of 3."""
+    if fmt == BINARY_SI and (abs(value) < 1024 or value.denominator != 1):
+        fmt = DECIMAL_SI
+    if fmt == BINARY_SI:
+        mantissa, exponent = int(value), 0
+        while mantissa != 0 and mantissa % 1024 == 0 and exponent < 60:
+            mantissa, exponent = mantissa // 1024, exponent + 10
+        return f"{mantissa}{_BINARY_SUFFIX[exponent]}"
+    mantissa, exponent = _decimal_parts(value)
+    if fmt == DECIMAL_EXPONENT or exponent not in _DECIMAL_SUFFIX:
+        return f"{mantissa}e{exponent}" if exponent else str(mantissa)
+    return f"{mantissa}{_DECIMAL_SUFFIX[exponent]}"
+
+
+def _decimal_parts(value: Fraction) -> tuple[int, int]:
+    """``value`` as mantissa * 10**exponent, exponent a multiple of 3 and as large as it can
+    be with a whole mantissa (values are whole numbers of nanos, so this ends)."""
     if value == 0:
-        return "0"
-    sign = "-" if value < 0 else ""
-    magnitude = abs(value)
-    if quantity.format == "BinarySI" and magnitude >= 1024 and magnitude.denominator == 1:
-        return sign + _binary(int(magnitude))
-    return sign + _decimal(magnitude, quantity.format == "DecimalExponent")
+        return 0, 0
+    exponent = 0
+    while value.denominator != 1:
+        value, exponent = value * 10, exponent - 1
+    mantissa = int(value)
+    while mantissa % 10 == 0:
+        mantissa, exponent = mantissa // 10, exponent + 1
+    shift = exponent % 3
+    return mantissa * 10**shift, exponent - shift
 
 
-def _binary(value: int) -> str:
-    bits = 60
-    while bits and value % (1 << bits):
-        bits -= 10
-    return f"{value >> bits}{_BINARY_SUFFIX.get(bits, '')}"
+# -- resource lists (quota/v1/resources.go) -----------------------------------------------------
+
+ResourceList = Mapping[str, Quantity]
 
 
-def _decimal(value: Fraction, exponent_notation: bool) -> str:
-    """Mantissa and a power of ten that is a multiple of three, the largest that keeps the
-    mantissa whole (``1500``, ``1k``, ``1500m``)."""
-    exponent = 18
-    while exponent > -9 and (value / Fraction(10) ** exponent).denominator != 1:
-        exponent -= 3
-    mantissa = value / Fraction(10) ** exponent
-    whole = math.ceil(mantissa)
-    if exponent_notation:
-        return f"{whole}e{exponent}" if exponent else str(whole)
-    return f"{whole}{_DECIMAL_SUFFIX[exponent]}"
+def parse_list(raw: Mapping[str, str | int | float] | None) -> dict[str, Quantity]:
+    """A ResourceList as stored (``{"cpu": "1500m"}``) with its quantities read."""
+    return {name: parse(text) for name, text in (raw or {}).items()}
 
 
-def total(quantities: list[Quantity]) -> Quantity:
-    """The sum of ``quantities`` in the notation of the first (zero when there is none)."""
-    if not quantities:
-        return ZERO
-    return Quantity(sum((q.value for q in quantities), Fraction(0)), quantities[0].format)
+def render_list(resources: ResourceList) -> dict[str, str]:
+    """A ResourceList as the API server writes it (canonical quantities)."""
+    return {name: str(quantity) for name, quantity in sorted(resources.items())}
+
+
+def add(first: ResourceList, second: ResourceList) -> dict[str, Quantity]:
+    """quota.Add: the sum of every resource in either list."""
+    result = dict(first)
+    for name, quantity in second.items():
+        result[name] = result[name] + quantity if name in result else quantity
+    return result
+
+
+def subtract(first: ResourceList, second: ResourceList) -> dict[str, Quantity]:
+    """quota.Subtract: ``first`` minus ``second`` for every resource in either list."""
+    result = dict(first)
+    for name, quantity in second.items():
+        result[name] = result.get(name, ZERO) - quantity
+    return result
+
+
+def subtract_non_negative(first: ResourceList, second: ResourceList) -> dict[str, Quantity]:
+    """quota.SubtractWithNonNegativeResult: a difference below zero counts as zero."""
+    return {
+        name: quantity if quantity.value >= 0 else Quantity(Fraction(0), quantity.format)
+        for name, quantity in subtract(first, second).items()
+    }
+
+
+def mask(resources: ResourceList, names: Iterable[str]) -> dict[str, Quantity]:
+    """quota.Mask: only the resources named."""
+    wanted = set(names)
+    return {name: quantity for name, quantity in resources.items() if name in wanted}
+
+
+def remove_zeros(resources: ResourceList) -> dict[str, Quantity]:
+    return {name: quantity for name, quantity in resources.items() if quantity.value != 0}
+
+
+def exceeded(used: ResourceList, hard: ResourceList) -> list[str]:
+    """quota.LessThanOrEqual's complement: the resources of ``used`` above their ``hard``
+    (a resource ``hard`` does not list is never exceeded), sorted."""
+    return sorted(name for name, q in used.items() if name in hard and hard[name] < q)
+
+
+def equal(first: ResourceList, second: ResourceList) -> bool:
+    """quota.Equals: the same resources with the same amounts."""
+    return first.keys() == second.keys() and all(first[k] == second[k] for k in first)
+
+
+def pretty(resources: ResourceList) -> str:
+    """How quota admission prints a list in its messages: ``name=quantity`` sorted, by ","."""
+    return ",".join(f"{name}={resources[name]}" for name in sorted(resources))

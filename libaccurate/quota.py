@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from libaccurate.actions import Condition
 from libaccurate.constants import CREATED_BY_VALUE, LABEL_CREATED_BY
 from libaccurate.forest import Forest
-from libaccurate.quantity import ZERO, Quantity, QuantityError, canonical, parse
+from libaccurate.quantity import ZERO, Quantity, QuantityError, parse
 
 Object = Mapping[str, Any]
 ResourceList = Mapping[str, Quantity]
@@ -83,9 +83,9 @@ def read_resource_list(values: Any, where: str) -> dict[str, Quantity]:
     found = {}
     for resource, text in values.items():
         try:
-            quantity = parse(str(text))
+            quantity = parse(text)
         except QuantityError as error:
-            raise QuotaError(f"{where}.{resource}: {error}") from None
+            raise QuotaError(f"{where}.{resource}: {text!r}: {error}") from None
         if quantity.value < 0:
             raise QuotaError(f"{where}.{resource}: {text} must be greater than or equal to 0")
         found[str(resource)] = quantity
@@ -142,7 +142,7 @@ def hrq_of_quota(quota: Object) -> QuotaKey | None:
 
 def desired_quota(hrq: Hrq, namespace: str) -> dict[str, Any]:
     """The ResourceQuota that makes kube-apiserver count, in ``namespace``, what ``hrq`` limits."""
-    spec: dict[str, Any] = {"hard": {r: canonical(q) for r, q in sorted(hrq.hard.items())}}
+    spec: dict[str, Any] = {"hard": {r: str(q) for r, q in sorted(hrq.hard.items())}}
     if hrq.scope_selector:
         spec["scopeSelector"] = hrq.scope_selector
     return {
@@ -188,7 +188,7 @@ def usage_of(quotas: Iterable[Object]) -> dict[QuotaKey, dict[str, Quantity]]:
         values = {}
         for resource, text in used.items():
             try:
-                values[resource] = parse(str(text))
+                values[resource] = parse(text)
             except QuantityError:
                 continue
         found[(metadata.get("namespace", ""), metadata.get("name", ""))] = values
@@ -221,7 +221,7 @@ def over(hard: ResourceList, used: ResourceList) -> list[str]:
 
 
 def _pairs(values: ResourceList, resources: Sequence[str]) -> str:
-    return ",".join(f"{r}={canonical(values.get(r, ZERO))}" for r in resources)
+    return ",".join(f"{r}={values.get(r, ZERO)!s}" for r in resources)
 
 
 def review_usage(
@@ -379,16 +379,15 @@ def hrq_status(
     """
     used = tree_used(forest, hrq, usage)
     resources = [r for r, _ in hard_items(hrq)]
-    hard = {r: canonical(q) for r, q in hard_items(hrq)}
-    shown = {r: canonical(used[r]) for r in resources}
+    hard = {r: str(q) for r, q in hard_items(hrq)}
+    shown = {r: str(used[r]) for r in resources}
     summary = ", ".join(f"{r}: {shown[r]}/{hard[r]}" for r in resources)
     excess = over(hrq.hard, used)
     conditions = [_counted(uncounted), _exceeded(hrq, used, excess)]
     above = binding_above(forest, hrqs, hrq)
     if above:
         parts = [
-            f"{other.ref} allows {resource}={canonical(other.hard[resource])}"
-            for other, resource in above
+            f"{other.ref} allows {resource}={other.hard[resource]!s}" for other, resource in above
         ]
         message = "a tighter quota applies: " + "; ".join(parts)
         conditions.append(Condition(CONDITION_LIMITED_ABOVE, "True", "TighterQuota", message))
@@ -409,7 +408,7 @@ def _counted(uncounted: Sequence[str]) -> Condition:
 def _exceeded(hrq: Hrq, used: ResourceList, excess: Sequence[str]) -> Condition:
     if not excess:
         return Condition(CONDITION_EXCEEDED, "False", "WithinLimits", "usage is within hard")
-    pairs = ", ".join(f"{r} used {canonical(used[r])} of {canonical(hrq.hard[r])}" for r in excess)
+    pairs = ", ".join(f"{r} used {used[r]!s} of {hrq.hard[r]!s}" for r in excess)
     message = f"over the limit (new use is refused, nothing running is removed): {pairs}"
     return Condition(CONDITION_EXCEEDED, "True", "OverLimit", message)
 

@@ -137,6 +137,13 @@ class Admit(Protocol):
     def validate(self, attempt: Attempt) -> None: ...
 
 
+class LastAdmission(Protocol):
+    """The validating plugin that runs after the webhooks (``apiserver.quota``): it may write
+    other objects through this API before the write it admits is stored."""
+
+    def validate(self, attempt: Attempt) -> None: ...
+
+
 def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -173,6 +180,8 @@ class Api:
         self.admit = admit
         self.guard = guard
         self.reviewer = reviewer
+        # Set once the server is assembled: the ResourceQuota plugin writes through this API.
+        self.quota: LastAdmission | None = None
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -556,6 +565,8 @@ class Api:
             raise errors.invalid(resource.group, resource.kind, obj["metadata"]["name"], issues)
         if self.admit is not None:
             self.admit.validate(dataclasses.replace(attempt, obj=obj))
+        if self.quota is not None:
+            self.quota.validate(dataclasses.replace(attempt, obj=obj))
         if resource.group == ADMISSION:
             configurations = [obj]
             WebhookConfigurations.from_objects(

@@ -1,53 +1,105 @@
-"""Quantities read and print as apimachinery's resource.Quantity does.
-
-Expected values follow k8s.io/apimachinery/pkg/api/resource (quantity_test.go): ParseQuantity
-accepts a signed decimal with a binary (Ki..Ei), decimal (n..E) or exponent suffix, keeps nine
-decimal places rounding up, and String prints the canonical form.
-"""
+"""libaccurate.quantity against apimachinery's resource.Quantity (quantity.go, quantity_test.go)
+and apiserver's quota/v1 list helpers."""
 
 from __future__ import annotations
 
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from libaccurate.quantity import Quantity, QuantityError, canonical, parse, total
+from libaccurate import quantity
+from libaccurate.quantity import Quantity, QuantityError, canonical, parse
+
+# (text, canonical form) as Quantity.String prints what ParseQuantity read.
+CANONICAL = [
+    ("1.5", "1500m"),
+    ("500m", "500m"),
+    ("1000m", "1"),
+    ("0.1", "100m"),
+    ("2Gi", "2Gi"),
+    ("1024Mi", "1Gi"),
+    ("1.5Gi", "1536Mi"),
+    ("0.5Gi", "512Mi"),
+    ("1536", "1536"),
+    ("12000", "12k"),
+    ("1e3", "1e3"),
+    ("1E3", "1e3"),
+    ("1.5e3", "1500"),
+    ("1e-05", "10e-6"),
+    ("1.5m", "1500u"),
+    ("0.5n", "1n"),  # rounded up to a nano
+    ("1.0000000001", "1000000001n"),
+    ("-1.5", "-1500m"),
+    (" 1 ", "1"),
+    (".", "0"),
+    ("1.", "1"),
+    ("0", "0"),
+    (1.5, "1500m"),  # a JSON number, as YAML's cpu: 1.5 arrives
+    (2, "2"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CANONICAL)
+def test_canonical_form_is_apimachinerys(text: str | float, expected: str) -> None:
+    assert canonical(text) == expected
 
 
 @pytest.mark.parametrize(
-    ("text", "value", "printed"),
+    ("text", "message"),
     [
-        ("1.5", Fraction(3, 2), "1500m"),
-        ("500m", Fraction(1, 2), "500m"),
-        ("2Gi", Fraction(2 * 1024**3), "2Gi"),
-        ("1.5Gi", Fraction(3 * 1024**3, 2), "1536Mi"),
-        ("1000", Fraction(1000), "1k"),
-        ("1500", Fraction(1500), "1500"),
-        ("1e3", Fraction(1000), "1e3"),
-        ("1E3", Fraction(1000), "1e3"),
-        ("0.1n", Fraction(1, 10**9), "1n"),
-        (".5", Fraction(1, 2), "500m"),
-        ("100Mi", Fraction(100 * 1024**2), "100Mi"),
-        ("0", Fraction(0), "0"),
-        ("2E", Fraction(2 * 10**18), "2E"),
+        ("", quantity.FORMAT_WRONG),
+        ("abc", quantity.FORMAT_WRONG),
+        ("1KB", quantity.FORMAT_WRONG),
+        ("1..2", quantity.FORMAT_WRONG),
+        ("1.5.5", quantity.FORMAT_WRONG),
+        ("1Ki2", quantity.BAD_SUFFIX),
     ],
 )
-def test_reads_and_prints_like_kubernetes(text: str, value: Fraction, printed: str) -> None:
-    quantity = parse(text)
-    assert quantity.value == value
-    assert canonical(quantity) == printed
-
-
-@pytest.mark.parametrize("text", ["", " 1", "1 ", "1x", "abc", "1.5.5", "1e", "Gi", "1Ki1"])
-def test_refuses_what_kubernetes_refuses(text: str) -> None:
-    with pytest.raises(QuantityError, match="quantity"):
+def test_bad_text_is_refused_with_apimachinerys_message(text: str, message: str) -> None:
+    with pytest.raises(QuantityError) as raised:
         parse(text)
+    assert str(raised.value) == message
 
 
-def test_sums_are_exact_and_keep_the_first_notation() -> None:
-    cpu = total([parse("1.5"), parse("500m"), parse("0.1")])
-    assert cpu.value == Fraction(21, 10)
-    assert str(cpu) == "2100m"
-    memory = total([parse("1Gi"), parse("512Mi")])
-    assert str(memory) == "1536Mi"
-    assert total([]) == Quantity(Fraction(0))
+def test_a_zero_takes_the_format_of_what_is_added() -> None:
+    """Quantity.Add: status.used starts at a DecimalSI zero and shows memory in Gi."""
+    assert str(quantity.ZERO + parse("1Gi")) == "1Gi"
+    assert str(parse("1Gi") + parse("1Gi")) == "2Gi"
+    assert str(parse("1") + parse("500m")) == "1500m"
+
+
+def test_list_helpers_follow_quota_v1() -> None:
+    used = quantity.parse_list({"cpu": "1", "pods": "2"})
+    requested = quantity.parse_list({"cpu": "500m", "memory": "1Gi"})
+    total = quantity.add(used, requested)
+    assert quantity.render_list(total) == {"cpu": "1500m", "memory": "1Gi", "pods": "2"}
+    hard = quantity.parse_list({"cpu": "1.2", "pods": "2"})
+    assert quantity.exceeded(total, hard) == ["cpu"]
+    assert quantity.pretty(quantity.mask(total, ["pods", "cpu"])) == "cpu=1500m,pods=2"
+    assert quantity.render_list(quantity.subtract_non_negative(used, total)) == {
+        "cpu": "0",
+        "memory": "0",
+        "pods": "0",
+    }
+
+
+amounts = st.fractions(min_value=-(10**12), max_value=10**12).map(
+    lambda f: Fraction(round(f * 10**9), 10**9)
+)
+formats = st.sampled_from([quantity.DECIMAL_SI, quantity.BINARY_SI, quantity.DECIMAL_EXPONENT])
+
+
+@given(amounts, formats)
+def test_the_canonical_form_reads_back_as_the_same_amount(value: Fraction, fmt: str) -> None:
+    written = str(Quantity(value, fmt))
+    assert parse(written).value == value
+    assert canonical(written) == written
+
+
+@given(amounts, amounts)
+def test_sums_are_exact(first: Fraction, second: Fraction) -> None:
+    total = Quantity(first) + Quantity(second)
+    assert total.value == first + second
+    assert (Quantity(first) <= Quantity(second)) == (first <= second)
