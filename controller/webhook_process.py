@@ -30,10 +30,11 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
-from controller.cache import Cache, namespaces_only
+from controller.cache import Cache, namespaces_only, quota_resources
 from controller.certs import CertificateError
 from controller.logs import setup_logging
 from controller.metrics import WebhookMetrics
+from controller.quota_admission import QuotaReviews
 from controller.webhook import WebhookServer
 from libaccurate.config import NamingPolicy
 from libaccurate.network.kube import ConnectionOptions, Kube, KubeError
@@ -69,6 +70,7 @@ class WebhookSettings:
     naming_policies: tuple[NamingPolicy, ...]
     allow_cascading_deletion: bool
     tree_label_suffix: str | None
+    hierarchical_quotas: bool
     resync_period: float
     request_timeout: float
     user_agent: str
@@ -200,7 +202,8 @@ def _start_server(
         timeout=settings.request_timeout,
         user_agent=settings.user_agent,
     )
-    cache = Cache(kube, namespaces_only(), settings.resync_period)
+    resources = namespaces_only() + (quota_resources() if settings.hierarchical_quotas else [])
+    cache = Cache(kube, resources, settings.resync_period)
     server = WebhookServer(
         settings.addr,
         Path(settings.cert_dir),
@@ -210,6 +213,7 @@ def _start_server(
         settings.allow_cascading_deletion,
         metrics.observe,
         settings.tree_label_suffix,
+        QuotaReviews(cache, kube) if settings.hierarchical_quotas else None,
     )
     server.start()
     cache.start(stop)

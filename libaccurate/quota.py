@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from libaccurate.actions import Condition
 from libaccurate.constants import CREATED_BY_VALUE, LABEL_CREATED_BY
@@ -175,7 +175,10 @@ def covering(forest: Forest, hrqs: Iterable[Hrq], namespace: str) -> list[Hrq]:
     return [hrq for name in chain for hrq in sorted(by_namespace.get(name, ()))]
 
 
-Usage = Mapping[QuotaKey, ResourceList]
+class Usage(Protocol):
+    """What each ResourceQuota counts, by (namespace, name): a dict, or the webhook's ledger."""
+
+    def get(self, key: QuotaKey, /) -> ResourceList | None: ...
 
 
 def usage_of(quotas: Iterable[Object]) -> dict[QuotaKey, dict[str, Quantity]]:

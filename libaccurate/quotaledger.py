@@ -21,7 +21,7 @@ lock across ``usage`` and ``reserve``). No clock here: the caller passes the tim
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from libaccurate.quantity import Quantity
@@ -49,6 +49,9 @@ class Seen:
     used: ResourceList
 
 
+Lookup = Callable[[QuotaKey], "Seen | None"]
+
+
 def _newer(seen: str, reserved: str) -> bool:
     """Whether the cache has gone past the version a reservation was made against.
 
@@ -59,21 +62,22 @@ def _newer(seen: str, reserved: str) -> bool:
     return seen.isdigit() and reserved.isdigit() and int(seen) > int(reserved)
 
 
-class Ledger(Mapping[QuotaKey, ResourceList]):
+class Ledger:
     """Effective usage by ResourceQuota (namespace, name), for libaccurate.quota's rules."""
 
     def __init__(self, ttl: float = TTL) -> None:
         self.ttl = ttl
-        self._cached: Mapping[QuotaKey, Seen] = {}
+        self._cached: Lookup = _nothing
         # Quotas read from the API because a reservation expired, until the cache catches up.
         self._live: dict[QuotaKey, Seen] = {}
         self._pending: dict[QuotaKey, list[Reservation]] = {}
 
-    def sync(self, cached: Mapping[QuotaKey, Seen]) -> None:
-        """Take the cache's picture and drop the reservations it has made obsolete."""
+    def sync(self, cached: Lookup) -> None:
+        """Take the cache's picture (a lookup, as the cache is large and changes while the
+        webhook runs) and drop the reservations it has made obsolete."""
         self._cached = cached
         for key, live in list(self._live.items()):
-            shown = cached.get(key)
+            shown = cached(key)
             if shown is not None and not _newer(live.version, shown.version):
                 del self._live[key]
         for key in list(self._pending):
@@ -101,18 +105,6 @@ class Ledger(Mapping[QuotaKey, ResourceList]):
             ),
         )
 
-    def _settle(self, key: QuotaKey, settled: Callable[[Reservation, Seen], bool]) -> None:
-        shown = self._seen(key)
-        kept = [r for r in self._pending[key] if shown is None or not settled(r, shown)]
-        if kept:
-            self._pending[key] = kept
-        else:
-            del self._pending[key]
-
-    def _seen(self, key: QuotaKey) -> Seen | None:
-        """The freshest picture of a quota: the cache's, or a live read that is newer."""
-        return self._live.get(key) or self._cached.get(key)
-
     def reserve(self, key: QuotaKey, version: str, used: ResourceList, now: float) -> None:
         """Count ``used`` for ``key`` until the cache shows a version newer than ``version``."""
         self._pending.setdefault(key, []).append(Reservation(version, dict(used), now))
@@ -121,13 +113,13 @@ class Ledger(Mapping[QuotaKey, ResourceList]):
     def pending(self) -> int:
         return sum(len(r) for r in self._pending.values())
 
-    def __getitem__(self, key: QuotaKey) -> ResourceList:
+    def get(self, key: QuotaKey) -> ResourceList | None:
+        """What ``key`` counts as using: per resource, the largest of what is seen and what
+        any pending reservation would make it; None when nothing is known of it."""
         seen = self._seen(key)
         reservations = self._pending.get(key)
         if not reservations:
-            if seen is None:
-                raise KeyError(key)
-            return seen.used
+            return None if seen is None else seen.used
         candidates = [r.used for r in reservations]
         if seen is not None:
             candidates.append(seen.used)
@@ -138,11 +130,18 @@ class Ledger(Mapping[QuotaKey, ResourceList]):
                     largest[resource] = quantity
         return largest
 
-    def __iter__(self) -> Iterator[QuotaKey]:
-        return iter(self._keys())
+    def _settle(self, key: QuotaKey, settled: Callable[[Reservation, Seen], bool]) -> None:
+        shown = self._seen(key)
+        kept = [r for r in self._pending[key] if shown is None or not settled(r, shown)]
+        if kept:
+            self._pending[key] = kept
+        else:
+            del self._pending[key]
 
-    def __len__(self) -> int:
-        return len(self._keys())
+    def _seen(self, key: QuotaKey) -> Seen | None:
+        """The freshest picture of a quota: the cache's, or a live read that is newer."""
+        return self._live.get(key) or self._cached(key)
 
-    def _keys(self) -> set[QuotaKey]:
-        return self._cached.keys() | self._live.keys() | self._pending.keys()
+
+def _nothing(key: QuotaKey) -> Seen | None:
+    return None

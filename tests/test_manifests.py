@@ -28,8 +28,10 @@ from controller.webhook import (
     MUTATE_SUBNAMESPACE_PATH,
     PATHS,
     VALIDATE_NAMESPACE_PATH,
+    VALIDATE_QUOTA_STATUS_PATH,
     VALIDATE_SUBNAMESPACE_PATH,
 )
+from libaccurate import quota as quota_rules
 from libaccurate.config import Config, WatchedResource, parse_config, resolve_watches
 from libaccurate.constants import (
     GROUP,
@@ -124,6 +126,9 @@ class Manifests:
         return options.parse(self.container["args"])
 
 
+QUOTA = Manifests(render(MANIFESTS / "quota"))
+
+
 @pytest.fixture(scope="module", params=sorted(INSTALLS))
 def install(request: pytest.FixtureRequest) -> Manifests:
     return Manifests(render(MANIFESTS / request.param))
@@ -162,12 +167,31 @@ def test_every_directory_renders_objects_the_api_server_accepts(
 
 
 def test_the_webhooks_call_exactly_the_paths_the_server_serves(install: Manifests) -> None:
+    """The install's webhooks and, with the opt-in quota directory, the quota webhook."""
     crd = install.one("CustomResourceDefinition")
     conversion = crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["path"]
     admission = [w["clientConfig"]["service"]["path"] for _, w in install.webhooks()]
+    quota = [w["clientConfig"]["service"]["path"] for _, w in QUOTA.webhooks()]
 
-    assert sorted([*admission, conversion]) == sorted(PATHS)
+    assert sorted([*admission, *quota, conversion]) == sorted(PATHS)
     assert conversion == CONVERT_PATH
+    assert quota == [VALIDATE_QUOTA_STATUS_PATH]
+
+
+def test_the_quota_webhook_sees_only_status_updates_of_the_quotas_kept_for_hrqs(
+    install: Manifests,
+) -> None:
+    kind, webhook = QUOTA.webhook(VALIDATE_QUOTA_STATUS_PATH)
+    service = install.one("Service")["metadata"]
+
+    assert kind == "ValidatingWebhookConfiguration"
+    assert _rules(webhook) == [("", "v1", "resourcequotas/status", ["UPDATE"])]
+    assert webhook["objectSelector"] == {
+        "matchExpressions": [{"key": quota_rules.LABEL_HRQ_NAMESPACE, "operator": "Exists"}]
+    }
+    assert webhook["failurePolicy"] == "Fail"
+    reference = webhook["clientConfig"]["service"]
+    assert (reference["name"], reference["namespace"]) == (service["name"], service["namespace"])
 
 
 def test_every_webhook_reaches_the_controller_through_its_service(install: Manifests) -> None:

@@ -132,7 +132,8 @@ class World:
 
     def sync(self) -> None:
         """What the webhook does before deciding: take the cache, read expired quotas live."""
-        self.ledger.sync({k: _seen(s) for k, s in self.cache.items()})
+        seen = {k: _seen(s) for k, s in self.cache.items()}
+        self.ledger.sync(seen.get)
         for key in self.ledger.expired(self.now):
             self.ledger.confirm(key, _seen(self.stored[key]), self.now)
 
