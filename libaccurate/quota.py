@@ -244,8 +244,11 @@ def review_usage(
     limits the same resources, nearest first: kube-apiserver updates a namespace's
     ResourceQuotas one by one and keeps those that passed when a later one is refused, so
     refusing the first update already is what keeps the others from counting a write that
-    never happened. Only growth is judged: freeing never fails, and a namespace whose use did
-    not change may record it even while a lowered HRQ is exceeded.
+    never happened. Whether the other HRQ's ResourceQuota in this namespace already shows this
+    very write cannot be told, but it counts at least what ``hrq``'s does (the same objects, or
+    more), so the namespace counts at the larger of what it shows and ``after``. Only growth is
+    judged: freeing never fails, and a namespace whose use did not change may record it even
+    while a lowered HRQ is exceeded.
     """
     grown = {
         r: after.get(r, ZERO) - before.get(r, ZERO)
@@ -255,19 +258,19 @@ def review_usage(
     if not grown:
         return None
     for other in covering(forest, hrqs, namespace):
-        if other == hrq:
-            used = tree_used(forest, hrq, usage, without=namespace)
-            used = {r: q + before.get(r, ZERO) for r, q in used.items()}
-        elif not other.scope_selector or other.scope_selector == hrq.scope_selector:
-            used = tree_used(forest, other, usage)
-        else:
+        if other != hrq and other.scope_selector and other.scope_selector != hrq.scope_selector:
             continue
+        shown = before if other == hrq else namespace_used(usage, other, namespace)
+        rest = tree_used(forest, other, usage, without=namespace)
+        total = {
+            r: rest[r] + max(shown.get(r, ZERO), after.get(r, ZERO), key=lambda q: q.value)
+            for r in rest
+        }
         exceeded = [
-            r
-            for r, limit in hard_items(other)
-            if r in grown and used[r].value + grown[r].value > limit.value
+            r for r, limit in hard_items(other) if r in grown and total[r].value > limit.value
         ]
         if exceeded:
+            used = {r: total[r] - grown[r] for r in exceeded}
             return exceeded_message(other, grown, used, exceeded)
     return None
 

@@ -164,9 +164,15 @@ class World:
 def install_subnamespace_roles(cluster: Cluster, kube: Kube) -> None:
     """The SubNamespace roles Accurate ships, aggregated into ``admin``, ``edit`` and ``view``,
     unless the cluster has them already; removed after the test if installed here."""
-    path = resource_path("rbac.authorization.k8s.io", "v1", "clusterroles")
     text = (MANIFESTS / "rbac" / "subnamespace_roles.yaml").read_text()
-    for role in yaml.safe_load_all(text):
+    install_cluster_roles(cluster, kube, list(yaml.safe_load_all(text)))
+
+
+def install_cluster_roles(cluster: Cluster, kube: Kube, roles: list[dict[str, Any]]) -> None:
+    """The ClusterRoles ``roles``, each unless the cluster has it already; those installed
+    here are removed after the test."""
+    path = resource_path("rbac.authorization.k8s.io", "v1", "clusterroles")
+    for role in roles:
         name = role["metadata"]["name"]
         try:
             kube.get(f"{path}/{name}")

@@ -231,3 +231,23 @@ def test_applying_lists_the_hrqs_of_a_namespace_with_tree_usage() -> None:
     )
     found = [(h.ref, str(used["pods"])) for h, used in applying(forest, [root, inner], usage, "a1")]
     assert found == [("a/more", "1"), ("team/compute", "3")]
+
+
+def test_a_write_already_counted_for_one_hrq_is_not_charged_twice_for_it() -> None:
+    """kube-apiserver updates the namespace's quota for ``inner`` first (0 -> 500m), then the
+    one for ``root``: judging the second, the first already shows the same write."""
+    forest = tree()
+    root = read_hrq(hrq_object("team", "cpu", **{"requests.cpu": "1.5"}))
+    inner = read_hrq(hrq_object("a", "cpu", **{"requests.cpu": "1"}))
+    half = {"requests.cpu": parse("500m")}
+    usage = usage_of(
+        [
+            with_used(desired_quota(root, "a1"), **{"requests.cpu": "500m"}),
+            with_used(desired_quota(inner, "a1"), **{"requests.cpu": "500m"}),
+            with_used(desired_quota(inner, "a"), **{"requests.cpu": "500m"}),
+        ]
+    )
+    assert review_usage(forest, [root, inner], usage, "a", root, {}, half) is None
+    more = {"requests.cpu": parse("600m")}
+    denial = review_usage(forest, [root, inner], usage, "a", root, {}, more)
+    assert denial is not None and denial.startswith("exceeded hierarchical quota: a/cpu")

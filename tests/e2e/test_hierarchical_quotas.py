@@ -1,0 +1,305 @@
+"""Hierarchical resource quotas end to end (issue 28): the controller keeps the ResourceQuotas and
+statuses, its webhook refuses what would take a tree over its HRQ, and the real kubectl shows it
+to a tenant (a RoleBinding to ``admin`` in their root, copied down) and to an administrator.
+
+The HRQ CRD is installed before the controller starts (it looks for it at start-up), and the
+quota webhook is registered from controller/config/quota as a real install would have it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+
+from accurate_testbed.certificates import write_serving_pair
+from accurate_testbed.cluster import RUN_LABEL, Cluster
+from accurate_testbed.kubectl import kubectl
+from accurate_testbed.manifests import MANIFESTS, render
+from accurate_testbed.processes import Process, free_port
+from accurate_testbed.waiting import wait_for
+from libaccurate import quota
+from libaccurate.constants import ANNOTATION_PROPAGATE, LABEL_PARENT, PROPAGATE_UPDATE
+from libaccurate.network.kube import resource_path
+from tests.e2e.cli import install_cluster_roles, install_subnamespace_roles, run_plugin
+from tests.e2e.controller import Controllers, Scene
+from tests.e2e.webhooks import REGISTRATION_TIMEOUT, connect, register_webhooks
+
+RBAC = "rbac.authorization.k8s.io"
+CONFIG = {"watches": [{"group": RBAC, "version": "v1", "kind": "RoleBinding"}]}
+CRDS = resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+WEBHOOK = "hrq.quota.accurate.cybozu.com"
+GRANT = "tenant-admin"
+
+
+@pytest.fixture
+def hrq_crd(cluster: Cluster) -> None:
+    """The HRQ CRD from controller/config/quota, unless the cluster has it; served."""
+    kube = connect(cluster)
+    if kube.find(f"{CRDS}/{quota.CRD_NAME}") is None:
+        (crd,) = [o for o in render(MANIFESTS / "quota") if o["kind"] == "CustomResourceDefinition"]
+        crd["metadata"].setdefault("labels", {})[RUN_LABEL] = cluster.run
+        kube.create(CRDS, crd)
+    listing = resource_path(quota.GROUP, quota.VERSION, quota.PLURAL)
+    wait_for(lambda: kube.find(listing) is not None, REGISTRATION_TIMEOUT, "the HRQ CRD")
+
+
+@dataclass
+class Team:
+    """A controller with hierarchical quotas on, its webhooks registered, and a tenant who
+    holds ``admin`` in ``root`` (and, by propagation, below it)."""
+
+    scene: Scene
+    controller: Process
+    user: str
+    root: str
+
+    def as_tenant(self, *args: str, stdin: Any = None) -> subprocess.CompletedProcess[str]:
+        return kubectl(self.scene.cluster.kubeconfig, *args, "--as", self.user, stdin=stdin)
+
+    def hrq(self, namespace: str, name: str, scope: Any = None, **hard: str) -> None:
+        """As the administrator: an HRQ with these limits (``requests_cpu`` for requests.cpu)."""
+        spec: dict[str, Any] = {"hard": {k.replace("_", "."): v for k, v in hard.items()}}
+        if scope is not None:
+            spec["scopeSelector"] = scope
+        self.scene.apply(
+            {
+                "apiVersion": quota.API_VERSION,
+                "kind": quota.KIND,
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": spec,
+            }
+        )
+
+    def status(self, namespace: str, name: str) -> dict[str, Any]:
+        path = resource_path(quota.GROUP, quota.VERSION, quota.PLURAL, namespace, name)
+        return dict((self.scene.get(path) or {}).get("status") or {})
+
+    def wait_used(self, namespace: str, name: str, **used: str) -> None:
+        wanted = {k.replace("_", "."): v for k, v in used.items()}
+        self.scene.wait(
+            lambda: self.status(namespace, name).get("used") == wanted,
+            f"HRQ {namespace}/{name} to say it uses {wanted}",
+        )
+
+    def counted(self, namespace: str, hrq: tuple[str, str]) -> None:
+        """Wait until kube-apiserver counts ``namespace`` for the HRQ (its quota has a status)."""
+        path = resource_path("", "v1", "resourcequotas", namespace, quota.quota_name(hrq))
+        self.scene.wait(
+            lambda: "used" in ((self.scene.get(path) or {}).get("status") or {}),
+            f"namespace {namespace} to be counted for {hrq[0]}/{hrq[1]}",
+        )
+
+    def sub(self, parent: str, prefix: str) -> str:
+        name = self.scene.subnamespace(parent, prefix)
+        self.scene.settle(parent, name)
+        self.scene.wait(lambda: self._granted(name), f"the tenant's rights in {name}")
+        return name
+
+    def _granted(self, namespace: str) -> bool:
+        asked = ("auth", "can-i", "create", "pods", "-n", namespace, "--as", self.user)
+        return kubectl(self.scene.cluster.kubeconfig, *asked).stdout.strip() == "yes"
+
+    def _reads_hrqs(self, namespace: str) -> bool:
+        asked = ("auth", "can-i", "list", quota.CRD_NAME, "-n", namespace, "--as", self.user)
+        return kubectl(self.scene.cluster.kubeconfig, *asked).stdout.strip() == "yes"
+
+    def pod(self, namespace: str, prefix: str = "web", cpu: str | None = None) -> Any:
+        """The tenant creates a pod; kubectl's result."""
+        container: dict[str, Any] = {"name": "web", "image": "nginx"}
+        if cpu is not None:
+            container["resources"] = {"requests": {"cpu": cpu}}
+        manifest = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": self.scene.name(prefix), "namespace": namespace},
+            "spec": {"containers": [container]},
+        }
+        return self.as_tenant("create", "-f", "-", stdin=manifest)
+
+
+@pytest.fixture
+def team(
+    controllers: Controllers,
+    scene: Scene,
+    hrq_crd: None,
+    webhook_ca: trustme.CA,
+    tmp_path: Path,
+) -> Team:
+    cert_dir = tmp_path / "serving-certs"
+    write_serving_pair(webhook_ca, cert_dir)
+    port = free_port()
+    running = controllers.start(
+        CONFIG, "--webhook-addr", f"127.0.0.1:{port}", "--cert-dir", str(cert_dir)
+    )
+    url = f"https://127.0.0.1:{port}"
+    register_webhooks(scene.cluster, url, webhook_ca)
+    register_webhooks(scene.cluster, url, webhook_ca, "quota")
+    install_subnamespace_roles(scene.cluster, scene.kube)
+    tenant_roles = [
+        o
+        for o in render(MANIFESTS / "quota")
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] != "accurate-hrq-keeper"
+    ]
+    install_cluster_roles(scene.cluster, scene.kube, tenant_roles)
+    user = scene.name("alice")
+    root = scene.root("team")
+    scene.apply(
+        {
+            "apiVersion": f"{RBAC}/v1",
+            "kind": "RoleBinding",
+            "metadata": {
+                "name": GRANT,
+                "namespace": root,
+                "annotations": {ANNOTATION_PROPAGATE: PROPAGATE_UPDATE},
+            },
+            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "admin"},
+            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user}],
+        }
+    )
+    made = Team(scene, running, user, root)
+    scene.wait(lambda: made._granted(root), "the tenant's rights in the root")
+    scene.wait(lambda: made._reads_hrqs(root), "the tenant's right to read HRQs")
+    return made
+
+
+def refused(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 1, result.stdout
+    assert f'admission webhook "{WEBHOOK}" denied the request: exceeded hierarchical quota' in (
+        result.stderr
+    ), result.stderr
+    for word in words:
+        assert word in result.stderr, result.stderr
+
+
+def created(result: subprocess.CompletedProcess[str]) -> None:
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_pod_is_refused_in_the_third_sub_namespace_once_the_roots_hrq_is_spent(
+    team: Team,
+) -> None:
+    root = team.root
+    team.hrq(root, "compute", pods="2")
+    first, second, third = (team.sub(root, p) for p in ("a", "b", "c"))
+    for namespace in (root, first, second, third):
+        team.counted(namespace, (root, "compute"))
+
+    created(team.pod(first))
+    created(team.pod(second))
+    refused(
+        team.pod(third),
+        f"{root}/compute",
+        "requested: pods=1, used: pods=2, limited: pods=2",
+    )
+    team.wait_used(root, "compute", pods="2")
+    listed = team.as_tenant("get", "hrq", "-n", root)
+    assert listed.returncode == 0, listed.stderr
+    assert "pods: 2/2" in listed.stdout
+
+
+def test_usage_is_released_when_a_namespace_is_moved_out_or_its_pods_deleted(
+    team: Team,
+) -> None:
+    root = team.root
+    team.hrq(root, "compute", pods="2")
+    moving, staying = team.sub(root, "moving"), team.sub(root, "staying")
+    for namespace in (root, moving, staying):
+        team.counted(namespace, (root, "compute"))
+    created(team.pod(moving))
+    created(team.pod(staying, "one"))
+    refused(team.pod(staying, "two"), "used: pods=2")
+
+    other = team.scene.root("elsewhere")
+    team.scene.kubectl("label", "namespace", moving, f"{LABEL_PARENT}={other}", "--overwrite")
+    team.wait_used(root, "compute", pods="1")
+    created(team.pod(staying, "two"))
+    team.scene.kubectl("delete", "pod", "-n", staying, team.scene.name("two"), "--wait=false")
+    team.wait_used(root, "compute", pods="1")
+
+
+def test_concurrent_creates_in_sibling_namespaces_against_the_last_unit(team: Team) -> None:
+    root = team.root
+    team.hrq(root, "compute", pods="1")
+    siblings = [team.sub(root, f"s{i}") for i in range(4)]
+    for namespace in (root, *siblings):
+        team.counted(namespace, (root, "compute"))
+    results: list[subprocess.CompletedProcess[str]] = []
+    lock = threading.Lock()
+
+    def create(namespace: str) -> None:
+        result = team.pod(namespace, "race")
+        with lock:
+            results.append(result)
+
+    threads = [threading.Thread(target=create, args=(n,)) for n in siblings]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(r.returncode for r in results) == [0, 1, 1, 1], [r.stderr for r in results]
+    team.wait_used(root, "compute", pods="1")
+
+
+def test_sub_create_stops_at_the_sub_namespace_cap_with_the_hrqs_message(team: Team) -> None:
+    root = team.root
+    team.hrq(root, "tree", **{"count/subnamespaces.accurate.cybozu.com": "2"})
+    first = team.sub(root, "a")
+    team.counted(root, (root, "tree"))
+    team.counted(first, (root, "tree"))
+    grandchild = team.scene.name("aa")
+    done = run_plugin(
+        "sub",
+        "create",
+        grandchild,
+        first,
+        "--as",
+        team.user,
+        kubeconfig=team.scene.cluster.kubeconfig,
+    )
+    assert done.returncode == 0, done.stderr
+    team.scene.settle(first, grandchild)
+    third = run_plugin(
+        "sub",
+        "create",
+        team.scene.name("b"),
+        root,
+        "--as",
+        team.user,
+        kubeconfig=team.scene.cluster.kubeconfig,
+    )
+    assert third.returncode == 1
+    assert f"exceeded hierarchical quota: {root}/tree" in third.stderr, third.stderr
+    assert "used: count/subnamespaces.accurate.cybozu.com=2" in third.stderr
+
+
+def test_decimal_quantities_and_nested_hrqs_two_deep(team: Team) -> None:
+    root = team.root
+    middle = team.sub(root, "org")
+    leaf = team.sub(middle, "app")
+    team.hrq(root, "cpu", requests_cpu="1.5")
+    team.hrq(middle, "cpu", requests_cpu="1")
+    for namespace in (root, middle, leaf):
+        team.counted(namespace, (root, "cpu"))
+    for namespace in (middle, leaf):
+        team.counted(namespace, (middle, "cpu"))
+
+    created(team.pod(leaf, "a", cpu="500m"))
+    created(team.pod(middle, "b", cpu="0.5"))
+    refused(team.pod(leaf, "c", cpu="100m"), f"{middle}/cpu", "limited: requests.cpu=1")
+    created(team.pod(root, "d", cpu="250m"))
+    refused(team.pod(root, "e", cpu="0.3"), f"{root}/cpu", "limited: requests.cpu=1500m")
+    team.wait_used(root, "cpu", requests_cpu="1250m")
+    team.wait_used(middle, "cpu", requests_cpu="1")
+    middle_status = team.status(middle, "cpu")
+    limited = {c["type"]: c for c in middle_status.get("conditions") or []}
+    assert limited["LimitedAbove"]["status"] == "False"
+    without = team.pod(leaf, "f")
+    assert without.returncode == 1
+    assert "must specify requests.cpu" in without.stderr, without.stderr
+    assert f"hrq.{middle}.cpu" in without.stderr or f"hrq.{root}.cpu" in without.stderr
