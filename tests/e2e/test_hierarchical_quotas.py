@@ -24,7 +24,7 @@ from accurate_testbed.manifests import MANIFESTS, render
 from accurate_testbed.processes import Process, free_port
 from accurate_testbed.waiting import wait_for
 from libaccurate import quota
-from libaccurate.constants import ANNOTATION_PROPAGATE, LABEL_PARENT, PROPAGATE_UPDATE
+from libaccurate.constants import ANNOTATION_PROPAGATE, LABEL_PARENT, LABEL_TYPE, PROPAGATE_UPDATE
 from libaccurate.network.kube import resource_path
 from tests.e2e.cli import install_cluster_roles, install_subnamespace_roles, run_plugin
 from tests.e2e.controller import Controllers, Scene
@@ -55,9 +55,16 @@ class Team:
     holds ``admin`` in ``root`` (and, by propagation, below it)."""
 
     scene: Scene
+    controllers: Controllers
+    flags: tuple[str, ...]
     controller: Process
     user: str
     root: str
+
+    def restart(self) -> None:
+        """Kill the controller (no clean shutdown) and start it again, same address."""
+        self.controller.kill()
+        self.controller = self.controllers.start(CONFIG, *self.flags)
 
     def as_tenant(self, *args: str, stdin: Any = None) -> subprocess.CompletedProcess[str]:
         return kubectl(self.scene.cluster.kubeconfig, *args, "--as", self.user, stdin=stdin)
@@ -134,9 +141,8 @@ def team(
     cert_dir = tmp_path / "serving-certs"
     write_serving_pair(webhook_ca, cert_dir)
     port = free_port()
-    running = controllers.start(
-        CONFIG, "--webhook-addr", f"127.0.0.1:{port}", "--cert-dir", str(cert_dir)
-    )
+    flags = ("--webhook-addr", f"127.0.0.1:{port}", "--cert-dir", str(cert_dir))
+    running = controllers.start(CONFIG, *flags)
     url = f"https://127.0.0.1:{port}"
     register_webhooks(scene.cluster, url, webhook_ca)
     register_webhooks(scene.cluster, url, webhook_ca, "quota")
@@ -162,7 +168,7 @@ def team(
             "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user}],
         }
     )
-    made = Team(scene, running, user, root)
+    made = Team(scene, controllers, flags, running, user, root)
     scene.wait(lambda: made._granted(root), "the tenant's rights in the root")
     scene.wait(lambda: made._reads_hrqs(root), "the tenant's right to read HRQs")
     return made
@@ -303,3 +309,80 @@ def test_decimal_quantities_and_nested_hrqs_two_deep(team: Team) -> None:
     assert without.returncode == 1
     assert "must specify requests.cpu" in without.stderr, without.stderr
     assert f"hrq.{middle}.cpu" in without.stderr or f"hrq.{root}.cpu" in without.stderr
+
+
+def test_a_move_into_a_full_subtree_is_refused_with_nothing_written(team: Team) -> None:
+    root, scene = team.root, team.scene
+    team.hrq(root, "compute", pods="2")
+    full = team.sub(root, "full")
+    for namespace in (root, full):
+        team.counted(namespace, (root, "compute"))
+    created(team.pod(full, "one"))
+    created(team.pod(full, "two"))
+    other = scene.root("other")
+    team.hrq(other, "own", pods="5")
+    team.counted(other, (other, "own"))
+    scene.kubectl("run", scene.name("busy"), "--image=nginx", "-n", other)
+    team.wait_used(other, "own", pods="1")
+    before = scene.ns(other)["metadata"]["resourceVersion"]
+
+    moved = kubectl(
+        scene.cluster.kubeconfig,
+        "label",
+        "namespace",
+        other,
+        f"{LABEL_PARENT}={full}",
+        f"{LABEL_TYPE}-",
+    )
+    assert moved.returncode == 1
+    assert 'admission webhook "vnamespace.accurate.cybozu.com" denied the request' in (moved.stderr)
+    assert f"namespace {other} cannot move under {full}: exceeded hierarchical quota: " in (
+        moved.stderr
+    )
+    assert "requested: pods=1, used: pods=2, limited: pods=2" in moved.stderr
+    assert scene.ns(other)["metadata"]["resourceVersion"] == before
+
+
+def test_usage_is_released_when_a_namespace_is_deleted(team: Team) -> None:
+    root, scene = team.root, team.scene
+    team.hrq(root, "compute", pods="3")
+    leaving = team.sub(root, "leaving")
+    for namespace in (root, leaving):
+        team.counted(namespace, (root, "compute"))
+    created(team.pod(leaving, "one"))
+    created(team.pod(root, "two"))
+    team.wait_used(root, "compute", pods="2")
+    scene.kubectl("delete", "subnamespace", leaving, "-n", root, "--wait=false")
+    scene.wait_gone(leaving)
+    team.wait_used(root, "compute", pods="1")
+
+
+def test_a_scoped_hrq_counts_only_what_its_scopes_select(team: Team) -> None:
+    root = team.root
+    best_effort = {"matchExpressions": [{"scopeName": "BestEffort", "operator": "Exists"}]}
+    team.hrq(root, "best-effort", scope=best_effort, pods="1")
+    child = team.sub(root, "child")
+    for namespace in (root, child):
+        team.counted(namespace, (root, "best-effort"))
+    created(team.pod(child, "free"))
+    refused(team.pod(root, "more"), f"{root}/best-effort", "limited: pods=1")
+    created(team.pod(root, "sized", cpu="100m"))
+    team.wait_used(root, "best-effort", pods="1")
+
+
+def test_a_restarted_controller_keeps_the_sums_right(team: Team) -> None:
+    root = team.root
+    team.hrq(root, "compute", pods="3")
+    first, second = team.sub(root, "a"), team.sub(root, "b")
+    for namespace in (root, first, second):
+        team.counted(namespace, (root, "compute"))
+    created(team.pod(first, "one"))
+    created(team.pod(second, "two"))
+    team.wait_used(root, "compute", pods="2")
+    team.restart()
+    third = team.sub(root, "c")
+    team.counted(third, (root, "compute"))
+    team.wait_used(root, "compute", pods="2")
+    created(team.pod(third, "three"))
+    refused(team.pod(first, "four"), "used: pods=3, limited: pods=3")
+    team.wait_used(root, "compute", pods="3")
