@@ -21,7 +21,7 @@ from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.manifests import MANIFESTS, render
 from accurate_testbed.waiting import wait_for
-from controller import options, selfcheck, sudoers
+from controller import options, quotas, selfcheck, sudoers
 from controller.health import parse_addr
 from controller.webhook import (
     CONVERT_PATH,
@@ -542,3 +542,53 @@ def test_namespace_editors_may_create_subnamespaces_and_viewers_read_them(
     assert can("alice", "delete")
     assert not can("bob", "create")
     assert not can("bob", "delete")
+
+
+def test_only_the_quota_directory_gives_the_controller_the_quota_keepers_rights(
+    apiserver: ApiServer, cluster: Cluster, tmp_path: Path
+) -> None:
+    """Hierarchical quotas are opt-in: the base asks for nothing about them."""
+    base = Manifests(render(MANIFESTS / "default"))
+    with_quota = Manifests([base.one("Namespace"), *QUOTA.objects])
+    account = base.one("Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
+    keeper = {(p.group, p.resource, v) for p in quotas.PERMISSIONS for v in p.verbs}
+    as_controller = _as_controller(apiserver, cluster, base, tmp_path)
+
+    assert keeper <= _bound_rules(with_quota, account, "ClusterRoleBinding", "ClusterRole")
+    with pytest.raises(selfcheck.MissingPermissions):
+        selfcheck.check(as_controller, quotas.PERMISSIONS)
+    _install_rbac(cluster, with_quota)
+    selfcheck.check(as_controller, quotas.PERMISSIONS)
+
+
+def test_tenants_read_hrqs_and_may_change_neither_them_nor_the_quotas_kept_for_them(
+    apiserver: ApiServer, cluster: Cluster
+) -> None:
+    """``view``, ``edit`` and ``admin`` read HRQs; none of them writes an HRQ or a
+    ResourceQuota (kube's bootstrap policy grants only reads of resourcequotas);
+    ``accurate-hrq-admin`` is for whoever sets quotas."""
+    base = Manifests(render(MANIFESTS / "default"))
+    _install_rbac(cluster, Manifests([*base.objects, *QUOTA.objects]))
+    team = cluster.namespace("team")
+    grants = (
+        ("alice", "admin"),
+        ("bob", "edit"),
+        ("carol", "view"),
+        ("dave", "accurate-hrq-admin"),
+    )
+    for user, role in grants:
+        apiserver.add_user(user)
+        binding = ("rolebinding", f"{user}-{role}", f"--clusterrole={role}", f"--user={user}")
+        assert kubectl(cluster, "create", *binding, "-n", team).returncode == 0
+
+    def can(user: str, verb: str, resource: str = quota_rules.CRD_NAME) -> bool:
+        question = (verb, resource, "-n", team, "--as", user)
+        return kubectl(cluster, "auth", "can-i", *question).stdout.strip() == "yes"
+
+    for user in ("alice", "bob", "carol"):
+        wait_for(lambda user=user: can(user, "list"), 10, f"aggregation for {user}")
+        for verb in ("create", "update", "patch", "delete"):
+            assert not can(user, verb), (user, verb)
+            assert not can(user, verb, "resourcequotas"), (user, verb)
+        assert not can(user, "update", "resourcequotas/status")
+    assert can("dave", "create") and can("dave", "update") and can("dave", "delete")
