@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, NamedTuple, Protocol
 
 from libaccurate.actions import Condition
@@ -45,6 +46,8 @@ COUNT_SUBNAMESPACES = "count/subnamespaces.accurate.cybozu.com"
 LABEL_HRQ_NAMESPACE = "accurate.cybozu.com/hrq-namespace"
 ANNOTATION_HRQ = "accurate.cybozu.com/hrq"
 QUOTA_PREFIX = "hrq."
+# The limit of the ResourceQuotas kept for HRQs (1E): they count, the webhook judges.
+COUNTING_ONLY = Quantity(Fraction(10**18))
 _MAX_NAME = 253
 
 CONDITION_EXCEEDED = "Exceeded"
@@ -141,8 +144,14 @@ def hrq_of_quota(quota: Object) -> QuotaKey | None:
 
 
 def desired_quota(hrq: Hrq, namespace: str) -> dict[str, Any]:
-    """The ResourceQuota that makes kube-apiserver count, in ``namespace``, what ``hrq`` limits."""
-    spec: dict[str, Any] = {"hard": {r: str(q) for r, q in sorted(hrq.hard.items())}}
+    """The ResourceQuota that makes kube-apiserver count, in ``namespace``, what ``hrq`` limits.
+
+    Its limits are ``COUNTING_ONLY``, never reached: kube-apiserver counts and records, and
+    every refusal for going over comes from the webhook, with the numbers of the whole tree
+    (a namespace-local ``exceeded quota`` would show what one namespace uses, not the tree).
+    """
+    hard = {r: str(max(q, COUNTING_ONLY, key=lambda x: x.value)) for r, q in hrq.hard.items()}
+    spec: dict[str, Any] = {"hard": dict(sorted(hard.items()))}
     if hrq.scope_selector:
         spec["scopeSelector"] = hrq.scope_selector
     return {

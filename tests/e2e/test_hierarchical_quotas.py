@@ -8,6 +8,7 @@ quota webhook is registered from controller/config/quota as a real install would
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 from dataclasses import dataclass
@@ -386,3 +387,30 @@ def test_a_restarted_controller_keeps_the_sums_right(team: Team) -> None:
     created(team.pod(third, "three"))
     refused(team.pod(first, "four"), "used: pods=3, limited: pods=3")
     team.wait_used(root, "compute", pods="3")
+
+
+def test_an_hrq_lowered_below_usage_refuses_new_use_and_reports_the_excess(team: Team) -> None:
+    root, scene = team.root, team.scene
+    team.hrq(root, "compute", pods="3")
+    child = team.sub(root, "child")
+    for namespace in (root, child):
+        team.counted(namespace, (root, "compute"))
+    created(team.pod(child, "one"))
+    created(team.pod(root, "two"))
+    team.hrq(root, "compute", pods="1")
+
+    def exceeded() -> dict[str, Any] | None:
+        conditions = team.status(root, "compute").get("conditions") or []
+        found = next((c for c in conditions if c["type"] == "Exceeded"), None)
+        return found if found and found["status"] == "True" else None
+
+    condition = scene.wait(exceeded, "the HRQ to say it is over its limit")
+    assert "pods used 2 of 1" in condition["message"]
+    refused(team.pod(child, "three"), "used: pods=2, limited: pods=1")
+    events = scene.kubectl("get", "events", "-n", root, "-o", "json")
+    assert any(
+        e.get("reason") == "QuotaExceeded" and e["involvedObject"].get("name") == "compute"
+        for e in json.loads(events)["items"]
+    )
+    pods = team.as_tenant("get", "pods", "-n", child, "-o", "name")
+    assert pods.stdout.strip() == f"pod/{scene.name('one')}"

@@ -62,7 +62,7 @@ def test_every_namespace_of_the_subtree_gets_a_quota_naming_the_hrq() -> None:
     assert sorted(q["metadata"]["namespace"] for q in planned.create) == ["a", "a1", "b", "team"]
     quota = desired_quota(hrq, "a1")
     assert quota["metadata"]["name"] == "hrq.team.compute"
-    assert quota["spec"]["hard"] == {"pods": "10", "requests.cpu": "1500m"}
+    assert quota["spec"]["hard"] == {"pods": "1E", "requests.cpu": "1E"}
     assert hrq_of_quota(quota) == ("team", "compute")
 
 
@@ -91,15 +91,18 @@ def test_someone_elses_quota_of_that_name_is_left_alone() -> None:
     assert planned.delete == ()
 
 
-def test_a_changed_hard_is_written_to_every_quota() -> None:
+def test_a_changed_or_edited_quota_is_put_back() -> None:
     hrq = read_hrq(hrq_object("team", "compute", pods="10"))
     quotas = [with_used(desired_quota(hrq, n), pods="1") for n in ("team", "a", "a1", "b")]
     quotas[0]["metadata"]["resourceVersion"] = "7"
+    quotas[0]["spec"]["hard"] = {"pods": "100"}
     planned = plan_quotas(tree(), [hrq_object("team", "compute", pods="12")], quotas)
-    assert len(planned.replace) == 4
-    assert planned.replace[0]["spec"]["hard"] == {"pods": "12"}
-    same = plan_quotas(tree(), [hrq_object("team", "compute", pods="1e1")], quotas)
-    assert same.replace == ()
+    assert [q["metadata"]["namespace"] for q in planned.replace] == ["team"]
+    assert planned.replace[0]["spec"]["hard"] == {"pods": "1E"}
+    assert planned.replace[0]["metadata"]["resourceVersion"] == "7"
+    counted = plan_quotas(tree(), [hrq_object("team", "compute", cpu="1")], quotas[1:])
+    assert len(counted.replace) == 3
+    assert counted.replace[0]["spec"]["hard"] == {"cpu": "1E"}
 
 
 def test_status_sums_the_subtree_and_says_when_over_and_what_binds_it() -> None:
