@@ -116,6 +116,21 @@ class Hnc:
         meta = {"name": name, "namespace": parent, "finalizers": ["hnc.x-k8s.io"]}
         self.anchors.append({"metadata": meta, "spec": spec})
 
+    def written(
+        self, name: str, labels: dict[str, str], annotations: dict[str, str] | None = None
+    ) -> None:
+        """Labels and annotations HNC's controller wrote on a namespace: by update, under its
+        field manager, which comes to own them."""
+        meta = self.world.namespaces[name]["metadata"]
+        meta.setdefault("labels", {}).update(labels)
+        meta.setdefault("annotations", {}).update(annotations or {})
+        fields: Obj = {"f:labels": {".": {}, **{f"f:{k}": {} for k in labels}}}
+        if annotations:
+            fields["f:annotations"] = {f"f:{k}": {} for k in annotations}
+        entry = {"manager": "manager", "operation": "Update", "apiVersion": "v1"}
+        entry |= {"fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": fields}}
+        meta.setdefault("managedFields", []).append(entry)
+
     def role(self, namespace: str, name: str, origin: str | None = None, **annotations: str) -> Obj:
         labels = {LABEL_INHERITED_FROM: origin} if origin else {}
         meta = {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations}
@@ -147,6 +162,9 @@ class Hnc:
             self.world.label_by_hand(name, LABEL_PARENT, parent)
         for sub in plan.subnamespaces:
             self.world.add_subnamespace(sub.parent, sub.name, sub.labels, sub.annotations)
+        for takeover in plan.takeovers:
+            meta = self.world.namespaces[takeover.name]["metadata"]
+            meta["managedFields"] = takeover.managed_fields(self.world.namespaces[takeover.name])
 
 
 def reasons(plan: Plan) -> dict[str, str]:
@@ -195,7 +213,6 @@ def test_the_config_watches_the_kinds_and_inherits_the_managed_keys() -> None:
 
     assert document == {
         "labelKeys": ["cost-center", "env"],
-        "subNamespaceLabelKeys": ["env"],
         "watches": [{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "Role"}],
     }
     parse_config(yaml.safe_dump(document), "snippet")
@@ -278,7 +295,7 @@ def test_exceptions_that_cannot_be_translated_are_reported_and_nothing_written()
     assert "more than one namespace without '!'" in found["Role team/two-trees"]
     assert "cannot be translated" in found["Role team/typo"]
     assert "'(' is never closed" in found["Role team/typo"]
-    assert "1 copies stay as they are" in found["Role team/typo"]
+    assert "; its copy stays as it is, no longer kept current" in found["Role team/typo"]
     assert "which differ; left as it is" in found["Role team/clash"]
 
 
@@ -314,7 +331,7 @@ def test_hnc_tree_labels_turn_on_tree_labels_with_hncs_suffix() -> None:
 
     assert plan.config_document()["treeLabels"] == {"suffix": "tree.hnc.x-k8s.io"}
     assert plan.config_notes[0].startswith("treeLabels: HNC's tree labels")
-    assert "on 1 namespaces" in plan.config_notes[0]
+    assert "are on 1 namespace." in plan.config_notes[0]
     assert "NetworkPolicies" in plan.config_notes[0]
     assert not any("tree labels" in what for what in reasons(plan))
     assert "treeLabels" not in team().plan().config_document()
@@ -326,7 +343,7 @@ def test_a_selector_on_hncs_tree_labels_keeps_them_on_after_the_import() -> None
     hnc.role("dev", "picky", origin="team")
     plan = hnc.plan()
     assert plan.config.tree_label_suffix == "tree.hnc.x-k8s.io"
-    assert "1 objects' selectors name them" in plan.config_notes[0]
+    assert "and the selectors of 1 object name them" in plan.config_notes[0]
 
     hnc.apply(plan)
     again = hnc.plan()
@@ -352,7 +369,7 @@ def test_a_descendant_holding_its_own_object_of_that_name_keeps_the_source_out()
 
     assert "team/viewer" not in marks(plan)
     assert "dev/viewer" not in marks(plan)
-    assert "dev-tools hold their own Role viewer" in reasons(plan)["Role team/viewer"]
+    assert "dev-tools holds its own Role viewer" in reasons(plan)["Role team/viewer"]
 
 
 def test_a_copy_whose_source_is_gone_is_left_as_it_is() -> None:
