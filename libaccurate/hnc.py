@@ -164,11 +164,12 @@ class TakeOwnership:
         return entries or [{}]
 
     def describe(self) -> str:
-        keys = [f"label {key}" for key in self.labels]
-        keys += [f"annotation {key}" for key in self.annotations]
-        return (
-            f"take ownership of namespace {self.name}'s {', '.join(keys)} from HNC's field manager"
-        )
+        keys = [
+            f"{noun if len(keys) == 1 else noun + 's'} {', '.join(keys)}"
+            for noun, keys in (("label", self.labels), ("annotation", self.annotations))
+            if keys
+        ]
+        return f"take over namespace {self.name}'s {' and '.join(keys)} from HNC's field manager"
 
 
 @dataclass(frozen=True)
