@@ -57,6 +57,9 @@ class Prerequisite:
     def met(self) -> bool:
         return not self.found
 
+    def describe(self) -> str:
+        return f"{self.check}: {'yes' if self.met else 'no: ' + ', '.join(self.found)}"
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -81,7 +84,7 @@ def run(
     if apply_ and writes:
         unmet = [p for p in prerequisites if not p.met]
         if unmet:
-            reasons = "; ".join(f"{p.check}: no, {', '.join(p.found)}" for p in unmet)
+            reasons = "; ".join(p.describe() for p in unmet)
             raise Refused(
                 f"--apply needs what it does not find: {reasons}. Nothing was written; run "
                 "without --apply for the steps."
@@ -303,7 +306,7 @@ def _steps(outcome: Outcome, hnc_namespace: str) -> list[str]:
     if not outcome.applied:
         steps.append(_install_step(outcome.plan))
     if outcome.writes and not outcome.applied:
-        steps.append("Run `kubectl accurate import-hnc --apply`.")
+        steps.append(f"Run `kubectl accurate import-hnc --apply --hnc-namespace {hnc_namespace}`.")
     steps += [
         "Wait until every SubNamespace is Ready "
         "(`kubectl wait --for=condition=Ready subnamespaces --all -A`): Accurate's controller "
@@ -389,8 +392,7 @@ def _show(printer: Printer, outcome: Outcome, hnc_namespace: str) -> None:
         printer.line("")
         printer.line(("--apply checks first that:", "bold"))
         for prerequisite in outcome.prerequisites:
-            state = "yes" if prerequisite.met else f"no: {', '.join(prerequisite.found)}"
-            printer.line(f"  {prerequisite.check}: {state}")
+            printer.line(f"  {prerequisite.describe()}")
     printer.line("")
     printer.line(("To move to Accurate and retire HNC without deleting a namespace:", "bold"))
     for step in _steps(outcome, hnc_namespace):
