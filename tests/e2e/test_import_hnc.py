@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import re
 import subprocess
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ import yaml
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.manifests import CRDS
 from accurate_testbed.waiting import wait_for
+from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_PROPAGATE,
@@ -377,6 +379,27 @@ def _owners(scene: Scene, name: str) -> dict[str, list[str]]:
         for key in labels:
             owners.setdefault(key, []).append(entry["manager"])
     return owners
+
+
+def test_a_stale_discovery_cache_is_asked_again(
+    hnc_api: bool, webhooks: Webhooks, scene: Scene, cluster: Cluster, tmp_path: Path
+) -> None:
+    """The plugin's cache says v2alpha1, which the cluster no longer serves, as after the CRD
+    of a Go Accurate v1.x was replaced: the import asks discovery again, as every command does."""
+    tree = hnc_tree(scene)
+    cache = Path(SubNamespaceApi(connect(cluster), str(tmp_path)).cache)
+
+    def stale() -> str:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"version": "v2alpha1"}))
+        return str(tmp_path)
+
+    plan = succeeded(run_plugin("import-hnc", kubeconfig=cluster.kubeconfig, KUBECACHEDIR=stale()))
+    assert f"would create SubNamespace {tree.team}/{tree.dev} with labels env=dev\n" in plan
+    import_hnc(cluster, "--apply")
+    again = run_plugin("import-hnc", kubeconfig=cluster.kubeconfig, KUBECACHEDIR=stale())
+    assert succeeded(again).startswith("nothing to do")
+    assert json.loads(cache.read_text()) == {"version": "v2"}
 
 
 def test_hncs_exceptions_and_tree_labels_carry_over(
