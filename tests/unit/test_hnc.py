@@ -141,7 +141,7 @@ class Hnc:
         fields: Obj = {"f:labels": {".": {}, **{f"f:{k}": {} for k in labels}}}
         if annotations:
             fields["f:annotations"] = {f"f:{k}": {} for k in annotations}
-        entry = {"manager": "manager", "operation": "Update", "apiVersion": "v1"}
+        entry: Obj = {"manager": "manager", "operation": "Update", "apiVersion": "v1"}
         entry |= {"fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": fields}}
         meta.setdefault("managedFields", []).append(entry)
 
