@@ -86,7 +86,7 @@ def run(
         if unmet:
             reasons = "; ".join(p.describe() for p in unmet)
             raise Refused(
-                f"--apply needs what it does not find: {reasons}. Nothing was written; run "
+                f"--apply checks first that {reasons}. Nothing was written; run "
                 "without --apply for the steps."
             )
         _carry_out(api, writes, snapshot.namespaces)

@@ -551,7 +551,7 @@ def test_nothing_is_written_while_hnc_still_runs(
         run_plugin("import-hnc", "--apply", *release.flags, kubeconfig=cluster.kubeconfig)
     )
     assert error.startswith(
-        "error: --apply needs what it does not find: HNC's webhooks are gone (no validating or "
+        "error: --apply checks first that HNC's webhooks are gone (no validating or "
         "mutating webhook configuration holds a webhook named *.hnc.x-k8s.io): no: "
         f"ValidatingWebhookConfiguration {release.validating}, MutatingWebhookConfiguration "
         f"{release.mutating}; HNC's controller is stopped"
