@@ -6,6 +6,10 @@ keeps trees in namespace labels and copies only objects that opt in. This module
 of HNC's objects and says which writes make Accurate hold the same trees and keep the same copies
 current, which controller config that needs, and what cannot be carried over, with the reason.
 
+Managed labels and annotations keep HNC's precedence (an ancestor's value wins over a
+namespace's own), and HNC's field manager gives up the namespace keys Accurate keeps, so that
+the controller's server-side applies can remove them.
+
 The writes never delete anything and never re-create a copy: HNC's copies are marked with
 Accurate's ``from`` annotation (and nothing else), so Accurate's controller adopts them and
 replaces them in place in update mode. A copy marked that way but never adopted is left alone by
@@ -177,10 +181,10 @@ class Plan:
     """The import's writes, in the order they are safe to make, and what it cannot do.
 
     Copies are marked first (a marked copy is inert until its tree exists in Accurate), then
-    sources opt in, then roots and parents are labelled top-down (so each parent is a root or
-    sub-namespace before its children name it), then SubNamespaces are created, and HNC's
-    field managers lose the namespace keys Accurate keeps last (after the label writes, whose
-    entries they keep).
+    sources opt in, then HNC's field managers lose the namespace keys Accurate keeps (before
+    the namespaces join a tree, so that an Accurate controller already running writes none of
+    them in between), then roots and parents are labelled top-down (so each parent is a root or
+    sub-namespace before its children name it), and SubNamespaces come last.
     """
 
     copies: tuple[MarkObject, ...]
