@@ -303,8 +303,7 @@ def _steps(outcome: Outcome, hnc_namespace: str) -> list[str]:
             f"Stop HNC's controller (`kubectl -n {hnc_namespace} delete deployment --all`): "
             "from then on nothing deletes a namespace when its anchor goes."
         )
-    if not outcome.applied:
-        steps.append(_install_step(outcome.plan))
+    steps.append(_install_step(outcome.plan))
     if outcome.writes and not outcome.applied:
         steps.append(f"Run `kubectl accurate import-hnc --apply --hnc-namespace {hnc_namespace}`.")
     steps += [
@@ -328,7 +327,8 @@ def _install_step(plan: Plan) -> str:
     starts only with RBAC for every kind it watches."""
     kinds = ", ".join(gvk.kind for gvk in plan.config.watches)
     return (
-        "Install Accurate, or update it, with the config above merged into its config (Helm: "
+        "Install Accurate (unless done), or update it, with the config above merged into its "
+        "config (Helm: "
         "controller.config; kustomize: ConfigMap accurate-config) and RBAC for every kind of "
         f"watches ({kinds}): get, list, watch, create, update, patch and delete (Helm: "
         "controller.additionalRBAC.rules, where the default binds admin, which covers Roles, "

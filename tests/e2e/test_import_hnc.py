@@ -279,7 +279,8 @@ def test_import_hands_hncs_tree_and_copies_to_accurate_without_losing_one(
 
     applied = import_hnc(cluster, "--apply")
     assert applied.startswith("imported: ")
-    assert "1. Wait until every SubNamespace is Ready" in applied
+    assert "1. Install Accurate (unless done)" in applied
+    assert "2. Wait until every SubNamespace is Ready" in applied
     assert scene.labels(tree.team)[LABEL_TYPE] == "root"
     assert scene.labels(tree.dev)[LABEL_PARENT] == tree.team
     assert scene.labels(tree.tools)[LABEL_PARENT] == tree.dev
@@ -584,7 +585,7 @@ def test_the_printed_steps_move_the_cluster_to_accurate_in_their_order(
     assert [step.split(" (")[0].split(":")[0] for step in steps] == [
         "  1. Remove HNC's webhooks",
         "  2. Stop HNC's controller",
-        "  3. Install Accurate, or update it, with the config above merged into its config",
+        "  3. Install Accurate",
         f"  4. Run `kubectl accurate import-hnc --apply --hnc-namespace {release.namespace}`.",
         "  5. Wait until every SubNamespace is Ready",
         "  6. Let go of the finalizers HNC put on its anchors and HierarchyConfigurations",
