@@ -24,12 +24,12 @@ _LAST_CODE_POINT = 0x10FFFF
 
 
 class _Scan(NamedTuple):
-    """Where Go's scan of one pattern stands: in chunk ``index``, with the lengths of the
+    """Where Go's scan of one pattern stands: in chunk number ``chunk``, with the lengths of the
     candidate matches of that chunk in progress, and whether a new candidate may still start
-    (after a ``*``, until a ``/`` is passed). ``index`` past the last chunk: the pattern is
+    (after a ``*``, until a ``/`` is passed). ``chunk`` past the last one: the pattern is
     used up."""
 
-    index: int
+    chunk: int
     partial: frozenset[int]
     open: bool
 
@@ -57,27 +57,27 @@ class _Pattern:
 
     def step(self, scan: _Scan, char: str) -> _Scan | None:
         """The scan after one more character, or None when no key going on this way matches."""
-        if scan.index == len(self.chunks):
+        if scan.chunk == len(self.chunks):
             return None
-        if self._tail(scan.index):
+        if self._tail(scan.chunk):
             return None if char == "/" else scan
-        terms = self.chunks[scan.index].terms
+        terms = self.chunks[scan.chunk].terms
         partial = {k + 1 for k in scan.partial if k < len(terms) and _fits(terms[k], char)}
         still_open = scan.open and char != "/"
         if still_open:
             partial.add(0)
-        if len(terms) in partial and not self._last(scan.index):
+        if len(terms) in partial and not self._last(scan.chunk):
             # The earliest candidate is the first to be complete: Go keeps it.
-            return self.start(scan.index + 1)
+            return self.start(scan.chunk + 1)
         if not partial:
             return None
-        return _Scan(scan.index, frozenset(partial), still_open)
+        return _Scan(scan.chunk, frozenset(partial), still_open)
 
     def accepts(self, scan: _Scan) -> bool:
         """Whether the key read so far, ending here, matches."""
-        if scan.index == len(self.chunks) or self._tail(scan.index):
+        if scan.chunk == len(self.chunks) or self._tail(scan.chunk):
             return True
-        return self._last(scan.index) and len(self.chunks[scan.index].terms) in scan.partial
+        return self._last(scan.chunk) and len(self.chunks[scan.chunk].terms) in scan.partial
 
     def terms(self) -> Iterable[Term]:
         return (term for chunk in self.chunks for term in chunk.terms)
