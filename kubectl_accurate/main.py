@@ -658,8 +658,9 @@ def import_hnc(ctx: click.Context, apply_: bool, hnc_namespace: str, output: str
 
     Reads HNC's trees, anchors, config and copies and prints the Accurate equivalent: labels,
     SubNamespaces, objects to opt in, HNC's copies to hand over, the controller config, what
-    cannot be carried over, and the steps to retire HNC. With --apply it writes (nothing is
-    deleted; a second run writes nothing), once HNC's webhooks and controller are gone.
+    cannot be carried over, what --apply checks first, and the steps to move to Accurate and
+    retire HNC. With --apply it writes (nothing is deleted; a second run writes nothing), once
+    HNC's webhooks and controller are gone and the SubNamespace CRD is installed.
     """
     from kubectl_accurate import hnc_import
 
