@@ -350,7 +350,7 @@ def _steps(outcome: Outcome, hnc_namespace: str) -> list[str]:
 
 def _quota_step(plan: Plan) -> list[str]:
     """Removing the ResourceQuotas HNC made for its HRQs, when some must wait for Accurate's."""
-    if not plan.quotas_waiting and not plan.quotas:
+    if not plan.quotas_waiting:
         return []
     return [
         "Once Accurate's controller counts its hierarchical quotas (`kubectl get hrq -A` shows "

@@ -974,7 +974,10 @@ def _quota_removals(snapshot: HncSnapshot) -> tuple[list[DeleteHncQuota], list[s
     """HNC's ResourceQuotas (found by its label) that may go: in each namespace, once the
     ResourceQuotas Accurate's controller keeps there have been counted by kube-apiserver for
     every resource HNC's limits, so that the namespace is never left without a limit; and the
-    namespaces where one must wait."""
+    namespaces where one must wait (none when Accurate's HRQs are not installed: nothing
+    will count there until they are, and the plan says so)."""
+    if snapshot.accurate_quotas is None:
+        return [], []
     counting: dict[str, set[str]] = {}
     for rq in snapshot.resource_quotas:
         used = (rq.get("status") or {}).get("used")
