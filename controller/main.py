@@ -36,7 +36,12 @@ from controller.quotas import PERMISSIONS as QUOTA_PERMISSIONS
 from controller.quotas import Quotas
 from controller.sudoers import Sudoers, keeps_sudoers
 from controller.throttle import Throttle
-from controller.webhook_process import WebhookProcess, WebhookProcessError, WebhookSettings
+from controller.webhook_process import (
+    QuotaLease,
+    WebhookProcess,
+    WebhookProcessError,
+    WebhookSettings,
+)
 from controller.writes import Writer
 from libaccurate import __version__, quota, subnamespaces
 from libaccurate.config import Config, ConfigError, parse_config, resolve_watches
@@ -168,7 +173,7 @@ def start(options: Options, stop: threading.Event) -> Controller:
     )
     loop_thread = threading.Thread(target=loop.run, args=(stop,), name="loop", daemon=True)
     controller = Controller(stop, loop_thread, applier, elector)
-    controller.webhooks = _webhooks(options, config, hierarchical)
+    controller.webhooks = _webhooks(options, config, hierarchical, lease_namespace)
     controller.servers = _serve(options, cache, metrics, controller, is_leader)
     if elector is not None:
         threading.Thread(target=elector.run, args=(stop,), name="leader", daemon=True).start()
@@ -185,7 +190,9 @@ def start(options: Options, stop: threading.Event) -> Controller:
     return controller
 
 
-def _webhooks(options: Options, config: Config, hierarchical: bool) -> WebhookProcess | None:
+def _webhooks(
+    options: Options, config: Config, hierarchical: bool, lease_namespace: str | None
+) -> WebhookProcess | None:
     """The admission and conversion webhooks, served by every replica, leader or not, from a
     process of their own (controller.webhook_process), so that no reconcile pass stalls them."""
     if options.webhook_addr == DISABLED:
@@ -199,6 +206,7 @@ def _webhooks(options: Options, config: Config, hierarchical: bool) -> WebhookPr
             allow_cascading_deletion=options.allow_cascading_deletion,
             tree_label_suffix=config.tree_label_suffix,
             hierarchical_quotas=hierarchical,
+            quota_lease=_quota_lease(options, lease_namespace) if hierarchical else None,
             resync_period=options.resync_period,
             request_timeout=REQUEST_TIMEOUT,
             user_agent=f"{PROGRAM}/{__version__}",
@@ -211,6 +219,21 @@ def _webhooks(options: Options, config: Config, hierarchical: bool) -> WebhookPr
     except WebhookProcessError as error:
         raise StartupError(str(error)) from error
     return webhooks
+
+
+def _quota_lease(options: Options, lease_namespace: str | None) -> QuotaLease | None:
+    """With leader election, the webhook processes hold a Lease of their own to decide
+    hierarchical quotas one at a time (controller.quota_authority)."""
+    if lease_namespace is None:
+        return None
+    return QuotaLease(
+        lease_namespace,
+        f"{options.leader_election_id}-quota",
+        options.lease_duration,
+        options.renew_deadline,
+        options.retry_period,
+        os.environ.get("POD_NAME") or None,
+    )
 
 
 def _lease_namespace(options: Options) -> str | None:

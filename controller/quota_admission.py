@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from controller.cache import HRQ_QUOTAS, HRQS, Cache
-from controller.reviews import admission_request, admission_response
+from controller.reviews import admission_request, admission_response, unavailable
 from libaccurate import quota
 from libaccurate.admission import ALLOWED, UPDATE, Verdict
 from libaccurate.forest import Forest
@@ -37,6 +37,11 @@ RECOUNTERS = frozenset(
     }
 )
 
+NOT_DECIDING = (
+    "this replica does not decide hierarchical quotas now (another holds the quota Lease); "
+    "try again"
+)
+
 log = logging.getLogger(__name__)
 
 
@@ -44,10 +49,15 @@ class QuotaReviews:
     """The status-update verdicts and the ledger they share; safe to call from many threads."""
 
     def __init__(
-        self, cache: Cache, kube: Kube, clock: Callable[[], float] = time.monotonic
+        self,
+        cache: Cache,
+        kube: Kube,
+        deciding: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._cache = cache
         self._kube = kube
+        self._deciding = deciding
         self._clock = clock
         self._ledger = Ledger()
         self._lock = threading.Lock()
@@ -57,9 +67,11 @@ class QuotaReviews:
     def validate_status(self, body: Any) -> Answer:
         request = admission_request(body, "", "ResourceQuota", needs_name=True)
         new, old = request.new or {}, request.old or {}
-        verdict = ALLOWED
-        if request.operation == UPDATE and request.user not in RECOUNTERS:
-            verdict = self._judge(new, old)
+        if request.operation != UPDATE or request.user in RECOUNTERS:
+            return admission_response(request, ALLOWED), True
+        if not self._deciding():
+            return unavailable(request, NOT_DECIDING), False
+        verdict = self._judge(new, old)
         return admission_response(request, verdict), verdict.allowed
 
     def _judge(self, new: Mapping[str, Any], old: Mapping[str, Any]) -> Verdict:

@@ -23,6 +23,7 @@ from accurate_testbed.manifests import MANIFESTS, render
 from accurate_testbed.waiting import wait_for
 from controller import options, quotas, selfcheck, sudoers
 from controller.health import parse_addr
+from controller.quota_authority import LABEL_AUTHORITY
 from controller.webhook import (
     CONVERT_PATH,
     MUTATE_SUBNAMESPACE_PATH,
@@ -181,8 +182,12 @@ def test_the_webhooks_call_exactly_the_paths_the_server_serves(install: Manifest
 def test_the_quota_webhook_sees_only_status_updates_of_the_quotas_kept_for_hrqs(
     install: Manifests,
 ) -> None:
+    """...through a Service of its own that reaches only the replica holding the quota Lease,
+    whose name the serving certificate covers, on the pod the Deployment tells its name."""
     kind, webhook = QUOTA.webhook(VALIDATE_QUOTA_STATUS_PATH)
-    service = install.one("Service")["metadata"]
+    service = QUOTA.one("Service")
+    pod = install.one("Deployment")["spec"]["template"]
+    env = {e["name"]: e for e in install.container["env"]}
 
     assert kind == "ValidatingWebhookConfiguration"
     assert _rules(webhook) == [("", "v1", "resourcequotas/status", ["UPDATE"])]
@@ -191,7 +196,14 @@ def test_the_quota_webhook_sees_only_status_updates_of_the_quotas_kept_for_hrqs(
     }
     assert webhook["failurePolicy"] == "Fail"
     reference = webhook["clientConfig"]["service"]
-    assert (reference["name"], reference["namespace"]) == (service["name"], service["namespace"])
+    metadata = service["metadata"]
+    assert (reference["name"], reference["namespace"]) == (metadata["name"], metadata["namespace"])
+    selector = dict(service["spec"]["selector"])
+    assert selector.pop(LABEL_AUTHORITY) == "true"
+    assert selector.items() <= pod["metadata"]["labels"].items()
+    host = f"{metadata['name']}.{metadata['namespace']}.svc"
+    assert host in install.one("Certificate")["spec"]["dnsNames"]
+    assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
 
 
 def test_every_webhook_reaches_the_controller_through_its_service(install: Manifests) -> None:

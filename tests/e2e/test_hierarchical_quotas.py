@@ -9,8 +9,10 @@ quota webhook is registered from controller/config/quota as a real install would
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 import threading
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -414,3 +416,76 @@ def test_an_hrq_lowered_below_usage_refuses_new_use_and_reports_the_excess(team:
     )
     pods = team.as_tenant("get", "pods", "-n", child, "-o", "name")
     assert pods.stdout.strip() == f"pod/{scene.name('one')}"
+
+
+def _review(url: str, ca: trustme.CA, namespace: str) -> dict[str, Any]:
+    """POST a status update of a quota kept for an HRQ, as kube-apiserver's quota admission
+    sends it, straight to one replica's webhook; the review's response."""
+    labels = {quota.LABEL_HRQ_NAMESPACE: namespace}
+    annotations = {quota.ANNOTATION_HRQ: f"{namespace}/compute"}
+    metadata = {"name": "hrq.x.compute", "namespace": namespace, "labels": labels}
+    old = {"metadata": {**metadata, "annotations": annotations}, "status": {"used": {"pods": "0"}}}
+    new = {**old, "status": {"used": {"pods": "1"}}}
+    body = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "probe",
+            "kind": {"group": "", "version": "v1", "kind": "ResourceQuota"},
+            "operation": "UPDATE",
+            "userInfo": {"username": "system:apiserver"},
+            "object": new,
+            "oldObject": old,
+        },
+    }
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    request = urllib.request.Request(
+        url + "/validate-v1-resourcequota-status",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+        return dict(json.load(answer)["response"])
+
+
+def test_of_two_replicas_exactly_the_quota_lease_holder_decides(
+    controllers: Controllers,
+    scene: Scene,
+    hrq_crd: None,
+    webhook_ca: trustme.CA,
+    tmp_path: Path,
+) -> None:
+    lease = scene.namespace("lease")
+    cert_dir = tmp_path / "serving-certs"
+    write_serving_pair(webhook_ca, cert_dir)
+    ports = [free_port(), free_port()]
+    replicas = [
+        controllers.start(
+            CONFIG,
+            "--webhook-addr",
+            f"127.0.0.1:{port}",
+            "--cert-dir",
+            str(cert_dir),
+            lease_namespace=lease,
+        )
+        for port in ports
+    ]
+    namespace = scene.namespace("probe")
+
+    def deciding() -> list[bool]:
+        answers = [_review(f"https://127.0.0.1:{p}", webhook_ca, namespace) for p in ports]
+        for answer in answers:
+            if not answer["allowed"]:
+                assert answer["status"]["code"] == 500
+                assert "does not decide hierarchical quotas now" in answer["status"]["message"]
+        return [answer["allowed"] for answer in answers]
+
+    scene.wait(lambda: sorted(deciding()) == [False, True], "one replica to hold the quota Lease")
+    holder = deciding().index(True)
+    replicas[holder].kill()
+    other = 1 - holder
+    scene.wait(
+        lambda: _review(f"https://127.0.0.1:{ports[other]}", webhook_ca, namespace)["allowed"],
+        "the other replica to take the quota Lease over",
+    )
