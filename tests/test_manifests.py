@@ -9,6 +9,7 @@ config the controller loads.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -598,7 +599,7 @@ def test_tenants_read_hrqs_and_may_change_neither_them_nor_the_quotas_kept_for_t
         return kubectl(cluster, "auth", "can-i", *question).stdout.strip() == "yes"
 
     for user in ("alice", "bob", "carol"):
-        wait_for(lambda user=user: can(user, "list"), 10, f"aggregation for {user}")
+        wait_for(functools.partial(can, user, "list"), 10, f"aggregation for {user}")
         for verb in ("create", "update", "patch", "delete"):
             assert not can(user, verb), (user, verb)
             assert not can(user, verb, "resourcequotas"), (user, verb)

@@ -327,7 +327,7 @@ def test_a_move_into_a_full_subtree_is_refused_with_nothing_written(team: Team) 
     team.counted(other, (other, "own"))
     scene.kubectl("run", scene.name("busy"), "--image=nginx", "-n", other)
     team.wait_used(other, "own", pods="1")
-    before = scene.ns(other)["metadata"]["resourceVersion"]
+    before = (scene.ns(other) or {})["metadata"]["resourceVersion"]
 
     moved = kubectl(
         scene.cluster.kubeconfig,
@@ -343,7 +343,7 @@ def test_a_move_into_a_full_subtree_is_refused_with_nothing_written(team: Team) 
         moved.stderr
     )
     assert "requested: pods=1, used: pods=2, limited: pods=2" in moved.stderr
-    assert scene.ns(other)["metadata"]["resourceVersion"] == before
+    assert (scene.ns(other) or {})["metadata"]["resourceVersion"] == before
 
 
 def test_usage_is_released_when_a_namespace_is_deleted(team: Team) -> None:
