@@ -63,6 +63,8 @@ class QuotaReviews:
         self._lock = threading.Lock()
         # Parsed statuses by quota, with the resourceVersion they were parsed at.
         self._parsed: dict[quota.QuotaKey, Seen] = {}
+        # The HRQs as last parsed, and the cache generation they were parsed at.
+        self._hrqs: tuple[int, list[quota.Hrq]] = (-1, [])
 
     def validate_status(self, body: Any) -> Answer:
         request = admission_request(body, "", "ResourceQuota", needs_name=True)
@@ -94,7 +96,7 @@ class QuotaReviews:
                 message = f"cannot check the hierarchical quota against the cluster: {error}"
                 return Verdict(False, message)
             with self._cache.reading() as forest:
-                hrqs, _ = quota.read_hrqs(self._cache.items(HRQS))
+                hrqs = self._current_hrqs()
                 hrq = next((h for h in hrqs if h.key == hrq_key), None)
                 if hrq is None:
                     return ALLOWED
@@ -119,8 +121,14 @@ class QuotaReviews:
     def _move_denial(self, name: str, parent: str | None, forest: Forest) -> str | None:
         """Why namespace ``name`` may not move under ``parent`` (``forest`` as it is, without
         the move), or None."""
-        hrqs, _ = quota.read_hrqs(self._cache.items(HRQS))
-        return quota.review_move(forest, hrqs, self._ledger, name, parent)
+        return quota.review_move(forest, self._current_hrqs(), self._ledger, name, parent)
+
+    def _current_hrqs(self) -> list[quota.Hrq]:
+        """The cached HRQs, parsed again only when one of them changed."""
+        generation = self._cache.generation(HRQS)
+        if self._hrqs[0] != generation:
+            self._hrqs = (generation, quota.read_hrqs(self._cache.items(HRQS))[0])
+        return self._hrqs[1]
 
     def _seen(self, key: quota.QuotaKey) -> Seen | None:
         """A cached quota's version and usage, parsed once per version."""
@@ -153,4 +161,6 @@ class QuotaReviews:
 
 def _used(obj: Mapping[str, Any]) -> dict[str, Quantity]:
     status = obj.get("status") or {}
+    if not isinstance(status, Mapping):
+        raise quota.QuotaError("status must be an object")
     return quota.read_resource_list(status.get("used"), "status.used")
