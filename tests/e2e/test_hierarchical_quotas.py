@@ -229,22 +229,27 @@ def test_usage_is_released_when_a_namespace_is_moved_out_or_its_pods_deleted(
 
 
 def test_concurrent_creates_in_sibling_namespaces_against_the_last_unit(team: Team) -> None:
+    """Eight creates at once, two in each of four siblings: exactly one gets the last unit."""
     root = team.root
     siblings = team.tree("compute", *(f"s{i}" for i in range(4)), pods="1")
     results: list[subprocess.CompletedProcess[str]] = []
     lock = threading.Lock()
 
-    def create(namespace: str) -> None:
-        result = team.pod(namespace, "race")
+    def create(namespace: str, prefix: str) -> None:
+        result = team.pod(namespace, prefix)
         with lock:
             results.append(result)
 
-    threads = [threading.Thread(target=create, args=(n,)) for n in siblings]
+    threads = [
+        threading.Thread(target=create, args=(namespace, f"race{i}"))
+        for i in range(2)
+        for namespace in siblings
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert sorted(r.returncode for r in results) == [0, 1, 1, 1], [r.stderr for r in results]
+    assert sorted(r.returncode for r in results) == [0] + [1] * 7, [r.stderr for r in results]
     team.wait_used(root, "compute", pods="1")
 
 
@@ -462,3 +467,24 @@ def test_of_two_replicas_exactly_the_quota_lease_holder_decides(
         lambda: _review(f"https://127.0.0.1:{ports[other]}", webhook_ca, namespace)["allowed"],
         "the other replica to take the quota Lease over",
     )
+
+
+def test_sub_graft_into_a_full_subtree_is_refused_before_anything_is_written(team: Team) -> None:
+    """The administrator's ``kubectl accurate sub graft`` meets the namespace webhook's quota
+    check in its dry run, and writes nothing."""
+    scene = team.scene
+    (full,) = team.tree("compute", "full", pods="1")
+    created(team.pod(full, "one"))
+    other = scene.root("other")
+    team.hrq(other, "own", pods="5")
+    team.counted((other, "own"), other)
+    scene.kubectl("run", scene.name("busy"), "--image=nginx", "-n", other)
+    team.wait_used(other, "own", pods="1")
+    before = (scene.ns(other) or {})["metadata"]["resourceVersion"]
+
+    grafted = run_plugin("sub", "graft", other, full, kubeconfig=scene.cluster.kubeconfig)
+
+    assert grafted.returncode != 0, grafted.stdout
+    assert f"namespace {other} cannot move under {full}" in grafted.stderr, grafted.stderr
+    assert "requested: pods=1, used: pods=1, limited: pods=1" in grafted.stderr
+    assert (scene.ns(other) or {})["metadata"]["resourceVersion"] == before
