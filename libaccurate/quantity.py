@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 
 DECIMAL_SI = "DecimalSI"
 BINARY_SI = "BinarySI"
@@ -33,7 +32,7 @@ _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in _DECIMAL.items()}
 _BINARY_SUFFIX = {0: "", **{exponent: suffix for suffix, exponent in _BINARY.items()}}
-_NANO = Fraction(1, 10**9)
+NANOS = 10**9  # in one unit
 
 
 class QuantityError(ValueError):
@@ -42,43 +41,44 @@ class QuantityError(ValueError):
 
 @dataclass(frozen=True, order=False)
 class Quantity:
-    """An exact amount and the format it was written in, which decides how it is printed."""
+    """An exact amount, as a whole number of nanos (every quantity is one: parsing rounds up to
+    a nano), and the format it was written in, which decides how it is printed."""
 
-    value: Fraction
+    nanos: int
     format: str = DECIMAL_SI
 
     def __str__(self) -> str:
-        return _canonical(self.value, self.format)
+        return _canonical(self.nanos, self.format)
 
     def __add__(self, other: Quantity) -> Quantity:
         # Quantity.Add: a zero takes the format of what is added to it.
-        fmt = other.format if self.value == 0 else self.format
-        return Quantity(self.value + other.value, fmt)
+        fmt = other.format if self.nanos == 0 else self.format
+        return Quantity(self.nanos + other.nanos, fmt)
 
     def __sub__(self, other: Quantity) -> Quantity:
-        fmt = other.format if self.value == 0 else self.format
-        return Quantity(self.value - other.value, fmt)
+        fmt = other.format if self.nanos == 0 else self.format
+        return Quantity(self.nanos - other.nanos, fmt)
 
     def __lt__(self, other: Quantity) -> bool:
-        return self.value < other.value
+        return self.nanos < other.nanos
 
     def __le__(self, other: Quantity) -> bool:
-        return self.value <= other.value
+        return self.nanos <= other.nanos
 
     def __eq__(self, other: object) -> bool:
         """Equal amounts are equal whatever their format, as Quantity.Cmp says."""
-        return isinstance(other, Quantity) and self.value == other.value
+        return isinstance(other, Quantity) and self.nanos == other.nanos
 
     def __hash__(self) -> int:
-        return hash(self.value)
+        return hash(self.nanos)
 
 
-ZERO = Quantity(Fraction(0))
+ZERO = Quantity(0)
 
 
 def count(number: int) -> Quantity:
     """An object count, as the evaluators make them (``resource.NewQuantity(n, DecimalSI)``)."""
-    return Quantity(Fraction(number))
+    return Quantity(number * NANOS)
 
 
 def parse(text: str | int | float) -> Quantity:
@@ -97,22 +97,21 @@ def parse(text: str | int | float) -> Quantity:
     number, suffix = shape.groups()
     if number.count(".") > 1:  # parseQuantityString stops at the second dot
         raise QuantityError(FORMAT_WRONG)
-    digits = number.lstrip("+-")
-    value = Fraction(digits if digits != "." else "0")  # Go reads a lone "." as 0
-    if number.startswith("-"):
-        value = -value
+    whole, _, fraction = number.lstrip("+-").partition(".")
+    mantissa = int(whole + fraction or "0")  # Go reads a lone "." as 0
+    scale = 9 - len(fraction)  # the power of ten that makes the mantissa nanos
     if suffix in _BINARY:
-        fmt, value = BINARY_SI, value * 2 ** _BINARY[suffix]
+        fmt, mantissa = BINARY_SI, mantissa << _BINARY[suffix]
     elif suffix in _DECIMAL:
-        fmt, value = DECIMAL_SI, value * Fraction(10) ** _DECIMAL[suffix]
+        fmt, scale = DECIMAL_SI, scale + _DECIMAL[suffix]
     elif exponent := _EXPONENT.fullmatch(suffix):
-        fmt, value = DECIMAL_EXPONENT, value * Fraction(10) ** int(exponent.group(1))
+        fmt, scale = DECIMAL_EXPONENT, scale + int(exponent.group(1))
     else:
         raise QuantityError(BAD_SUFFIX)
-    value = _round_up_to_nano(value)
-    if fmt == BINARY_SI and 0 < abs(value) < 1:
+    nanos = mantissa * 10**scale if scale >= 0 else -(-mantissa // 10**-scale)  # rounded up
+    if fmt == BINARY_SI and 0 < nanos < NANOS:
         fmt = DECIMAL_SI
-    return Quantity(value, fmt)
+    return Quantity(-nanos if number.startswith("-") else nanos, fmt)
 
 
 def canonical(text: str | int | float) -> str:
@@ -120,39 +119,28 @@ def canonical(text: str | int | float) -> str:
     return str(parse(text))
 
 
-def _round_up_to_nano(value: Fraction) -> Fraction:
-    scaled = abs(value) / _NANO
-    if scaled.denominator == 1:
-        return value
-    rounded = (scaled.numerator // scaled.denominator + 1) * _NANO
-    return rounded if value > 0 else -rounded
-
-
-def _canonical(value: Fraction, fmt: str) -> str:
+def _canonical(nanos: int, fmt: str) -> str:
     """CanonicalizeBytes: binary only for whole amounts of at least 1024 in magnitude,
     otherwise a mantissa without trailing zeros and an exponent that is a multiple of 3."""
-    if fmt == BINARY_SI and (abs(value) < 1024 or value.denominator != 1):
+    if fmt == BINARY_SI and (abs(nanos) < 1024 * NANOS or nanos % NANOS):
         fmt = DECIMAL_SI
     if fmt == BINARY_SI:
-        mantissa, exponent = int(value), 0
-        while mantissa != 0 and mantissa % 1024 == 0 and exponent < 60:
+        mantissa, exponent = nanos // NANOS, 0
+        while mantissa % 1024 == 0 and exponent < 60:
             mantissa, exponent = mantissa // 1024, exponent + 10
         return f"{mantissa}{_BINARY_SUFFIX[exponent]}"
-    mantissa, exponent = _decimal_parts(value)
+    mantissa, exponent = _decimal_parts(nanos)
     if fmt == DECIMAL_EXPONENT or exponent not in _DECIMAL_SUFFIX:
         return f"{mantissa}e{exponent}" if exponent else str(mantissa)
     return f"{mantissa}{_DECIMAL_SUFFIX[exponent]}"
 
 
-def _decimal_parts(value: Fraction) -> tuple[int, int]:
-    """``value`` as mantissa * 10**exponent, exponent a multiple of 3 and as large as it can
-    be with a whole mantissa (values are whole numbers of nanos, so this ends)."""
-    if value == 0:
+def _decimal_parts(nanos: int) -> tuple[int, int]:
+    """The amount as mantissa * 10**exponent, exponent a multiple of 3 and as large as it can
+    be with a whole mantissa."""
+    if nanos == 0:
         return 0, 0
-    exponent = 0
-    while value.denominator != 1:
-        value, exponent = value * 10, exponent - 1
-    mantissa = int(value)
+    mantissa, exponent = nanos, -9
     while mantissa % 10 == 0:
         mantissa, exponent = mantissa // 10, exponent + 1
     shift = exponent % 3
@@ -193,7 +181,7 @@ def subtract(first: ResourceList, second: ResourceList) -> dict[str, Quantity]:
 def subtract_non_negative(first: ResourceList, second: ResourceList) -> dict[str, Quantity]:
     """quota.SubtractWithNonNegativeResult: a difference below zero counts as zero."""
     return {
-        name: quantity if quantity.value >= 0 else Quantity(Fraction(0), quantity.format)
+        name: quantity if quantity.nanos >= 0 else Quantity(0, quantity.format)
         for name, quantity in subtract(first, second).items()
     }
 
@@ -205,7 +193,7 @@ def mask(resources: ResourceList, names: Iterable[str]) -> dict[str, Quantity]:
 
 
 def remove_zeros(resources: ResourceList) -> dict[str, Quantity]:
-    return {name: quantity for name, quantity in resources.items() if quantity.value != 0}
+    return {name: quantity for name, quantity in resources.items() if quantity.nanos != 0}
 
 
 def exceeded(used: ResourceList, hard: ResourceList) -> list[str]:

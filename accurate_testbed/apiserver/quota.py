@@ -101,8 +101,10 @@ class QuotaAdmission:
         assert resource is not None
         meta = quota["metadata"]
         loopback = Caller(APISERVER_USER, user_agent=_LOOPBACK_AGENT)
+        # What a status update reads of its body: the status, and the version it was made from.
+        body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": quota["status"]}
         self.api.update(
-            resource, meta["namespace"], meta["name"], quota, loopback, subresource="status"
+            resource, meta["namespace"], meta["name"], body, loopback, subresource="status"
         )
 
 
@@ -138,7 +140,7 @@ def check_request(quotas: Sequence[Obj], attempt: Attempt, evaluator: Evaluator)
     if not interesting:
         return list(quotas)
     usage = evaluator.usage(obj)
-    negative = sorted(name for name, amount in usage.items() if amount.value < 0)
+    negative = sorted(name for name, amount in usage.items() if amount.nanos < 0)
     if negative:
         raise _forbidden(attempt, f"quota usage is negative for resource(s): {','.join(negative)}")
     deltas = {index: usage for index in interesting}

@@ -11,11 +11,9 @@ when it is created and when usage is recalculated.
 from __future__ import annotations
 
 import datetime
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from libaccurate import quantity
@@ -360,9 +358,8 @@ def _storage(claim: Obj) -> Quantity | None:
         return None
     if "storage" in allocated and wanted < allocated["storage"]:
         wanted = allocated["storage"]
-    if wanted.value.denominator == 1:
-        return wanted
-    return Quantity(Fraction(math.ceil(wanted.value)), wanted.format)
+    whole = -(-wanted.nanos // quantity.NANOS) * quantity.NANOS  # RoundUp(0)
+    return Quantity(whole, wanted.format)
 
 
 _SPECIAL: dict[tuple[str, str], Evaluator] = {

@@ -3,8 +3,6 @@ and apiserver's quota/v1 list helpers."""
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -85,21 +83,19 @@ def test_list_helpers_follow_quota_v1() -> None:
     }
 
 
-amounts = st.fractions(min_value=-(10**12), max_value=10**12).map(
-    lambda f: Fraction(round(f * 10**9), 10**9)
-)
+amounts = st.integers(min_value=-(10**30), max_value=10**30)
 formats = st.sampled_from([quantity.DECIMAL_SI, quantity.BINARY_SI, quantity.DECIMAL_EXPONENT])
 
 
 @given(amounts, formats)
-def test_the_canonical_form_reads_back_as_the_same_amount(value: Fraction, fmt: str) -> None:
-    written = str(Quantity(value, fmt))
-    assert parse(written).value == value
+def test_the_canonical_form_reads_back_as_the_same_amount(nanos: int, fmt: str) -> None:
+    written = str(Quantity(nanos, fmt))
+    assert parse(written).nanos == nanos
     assert canonical(written) == written
 
 
 @given(amounts, amounts)
-def test_sums_are_exact(first: Fraction, second: Fraction) -> None:
+def test_sums_are_exact(first: int, second: int) -> None:
     total = Quantity(first) + Quantity(second)
-    assert total.value == first + second
+    assert total.nanos == first + second
     assert (Quantity(first) <= Quantity(second)) == (first <= second)
