@@ -12,17 +12,16 @@ the tests run unchanged against a real cluster (ACCURATE_TEST_KUBECONFIG).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import trustme
 from kubernetes import client as k8s_client
 
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.kubectl import kubectl
 from accurate_testbed.tests.helpers import error_of, request
 from accurate_testbed.tests.test_custom import GROUP, collection, widgets  # noqa: F401
+from accurate_testbed.tests.test_webhooks import webhook  # noqa: F401
 from accurate_testbed.tests.webhook_server import WebhookServer, allow, denied
 from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 
@@ -433,14 +432,6 @@ def test_concurrent_creates_for_the_last_unit_let_exactly_one_through(cluster: C
 # -- the status update goes through admission ----------------------------------------------------
 
 
-@pytest.fixture
-def webhook(cluster: Cluster) -> Iterator[WebhookServer]:
-    server = WebhookServer(trustme.CA())
-    yield server
-    cluster.withdraw_webhooks()
-    server.close()
-
-
 def watch_quota_status(cluster: Cluster, server: WebhookServer, ns: str) -> str:
     """A validating webhook on UPDATE of resourcequotas/status in ``ns`` only; its name."""
     name = cluster.unique("quota-status")
@@ -467,7 +458,8 @@ def watch_quota_status(cluster: Cluster, server: WebhookServer, ns: str) -> str:
 
 
 def test_the_charge_is_a_status_update_by_the_apiserver_that_webhooks_see(
-    cluster: Cluster, webhook: WebhookServer
+    cluster: Cluster,
+    webhook: WebhookServer,  # noqa: F811
 ) -> None:
     """UpdateQuotaStatus goes through the loopback client: an ordinary UPDATE of
     resourcequotas/status, by ``system:apiserver`` (group ``system:masters``), carrying the
@@ -492,7 +484,8 @@ def test_the_charge_is_a_status_update_by_the_apiserver_that_webhooks_see(
 
 
 def test_a_webhook_refusing_the_status_update_fails_the_request_with_its_refusal(
-    cluster: Cluster, webhook: WebhookServer
+    cluster: Cluster,
+    webhook: WebhookServer,  # noqa: F811
 ) -> None:
     """checkQuotas retries a failed status update three times (re-reading the quota), then
     fails the request with the last error, which the loopback client decoded from the
