@@ -26,6 +26,7 @@ from accurate_testbed.tests.webhook_server import WebhookServer, allow, denied
 from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 
 PAUSE = "registry.k8s.io/pause:3.9"
+MERGE = "application/merge-patch+json"
 
 
 def quotas(ns: str, name: str = "") -> str:
@@ -89,10 +90,15 @@ def used(cluster: Cluster, ns: str, name: str = "q") -> dict[str, str]:
 
 
 def refusal(
-    cluster: Cluster, method: str, path: str, body: Any, query: list | None = None
+    cluster: Cluster,
+    method: str,
+    path: str,
+    body: Any,
+    query: list | None = None,
+    content_type: str = "application/json",
 ) -> dict[str, Any]:
     with pytest.raises(k8s_client.ApiException) as refused:
-        request(cluster.api_client, method, path, body, query=query)
+        request(cluster.api_client, method, path, body, content_type, query=query)
     return error_of(refused.value)
 
 
@@ -149,6 +155,61 @@ def test_a_quantity_that_does_not_parse_is_a_decoding_error(cluster: Cluster) ->
         'ResourceQuota in version "v1" cannot be handled as a ResourceQuota: '
         "quantities must match the regular expression "
         "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        (
+            {"hard": {"foo": "1"}},
+            '[spec.hard[foo]: Invalid value: "foo": must be a standard resource type or fully '
+            'qualified, spec.hard[foo]: Invalid value: "foo": must be a standard resource for '
+            "quota]",
+        ),
+        (
+            {"hard": {"storage": "1Gi"}},
+            'spec.hard[storage]: Invalid value: "storage": must be a standard resource for quota',
+        ),
+        (
+            {"hard": {"pods": "-1"}},
+            'spec.hard[pods]: Invalid value: "-1": must be greater than or equal to 0',
+        ),
+        (
+            {"hard": {"cpu": "1"}, "scopes": ["BestEffort"]},
+            'spec.scopes: Invalid value: []core.ResourceQuotaScope{"BestEffort"}: unsupported '
+            "scope applied to resource",
+        ),
+        (
+            {"hard": {"pods": "1"}, "scopes": ["Terminating", "NotTerminating"]},
+            'spec.scopes: Invalid value: []core.ResourceQuotaScope{"Terminating", '
+            '"NotTerminating"}: conflicting scopes',
+        ),
+    ],
+    ids=["unknown", "storage", "negative", "scope for pods only", "conflicting scopes"],
+)
+def test_an_invalid_quota_is_refused(cluster: Cluster, spec: dict, said: str) -> None:
+    """ValidateResourceQuota (pkg/apis/core/validation/validation.go)."""
+    ns = cluster.namespace("quota")
+
+    status = refusal(cluster, "POST", quotas(ns), {"metadata": {"name": "q"}, "spec": spec})
+
+    assert (status["code"], status["reason"]) == (422, "Invalid")
+    assert status["message"] == f'ResourceQuota "q" is invalid: {said}'
+
+
+def test_scopes_may_not_change(cluster: Cluster) -> None:
+    """ValidateResourceQuotaUpdate."""
+    ns = cluster.namespace("quota")
+    body = {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "1"}, "scopes": ["BestEffort"]}}
+    request(cluster.api_client, "POST", quotas(ns), body)
+    patch = {"spec": {"scopes": ["NotBestEffort"]}}
+
+    status = refusal(cluster, "PATCH", quotas(ns, "q"), patch, content_type=MERGE)
+
+    assert status["message"] == (
+        'ResourceQuota "q" is invalid: spec.scopes: Invalid value: '
+        '[]core.ResourceQuotaScope{"NotBestEffort"}: field is immutable'
     )
 
 
@@ -333,13 +394,7 @@ def test_services_count_node_ports_and_load_balancers_also_on_update(cluster: Cl
     request(cluster.api_client, "POST", core(ns, "services"), svc)
 
     patch = {"spec": {"type": "NodePort"}}
-    request(
-        cluster.api_client,
-        "PATCH",
-        core(ns, "services", "web"),
-        patch,
-        "application/merge-patch+json",
-    )
+    request(cluster.api_client, "PATCH", core(ns, "services", "web"), patch, MERGE)
     assert used(cluster, ns) == {
         "services": "1",
         "services.nodeports": "2",
@@ -537,7 +592,7 @@ def test_usage_is_given_back_after_a_delete_and_hard_follows_spec(cluster: Clust
     request(cluster.api_client, "DELETE", core(ns, "secrets", "a"))
     wait_for(lambda: used(cluster, ns) == {"secrets": "0"}, CONTROLLER_TIMEOUT, "usage given back")
     patch = {"spec": {"hard": {"secrets": "2", "services": "4"}}}
-    request(cluster.api_client, "PATCH", quotas(ns, "q"), patch, "application/merge-patch+json")
+    request(cluster.api_client, "PATCH", quotas(ns, "q"), patch, MERGE)
 
     quota = wait_for(
         lambda: counted(cluster, ns, "q") if "services" in used(cluster, ns) else None,
