@@ -643,16 +643,24 @@ def test_kubectl_get_quota_prints_used_over_hard(cluster: Cluster) -> None:
     assert cells[2].rstrip().endswith("limits.memory: 0/2Gi")
 
 
-def test_kubectl_describe_quota_lists_used_and_hard(cluster: Cluster) -> None:
+def test_kubectl_create_and_describe_quota(cluster: Cluster) -> None:
+    """``kubectl create quota`` sends a protobuf body; ``describe`` lists scopes and used/hard."""
     ns = quota_namespace(cluster)
-    make_quota(cluster, ns, {"secrets": "4"})
+    created = kubectl(
+        cluster.kubeconfig,
+        *("-n", ns, "create", "quota", "q", "--hard=pods=4,cpu=1.5", "--scopes=NotTerminating"),
+    )
+    assert created.returncode == 0, created.stderr
+    wait_for(lambda: counted(cluster, ns, "q"), CONTROLLER_TIMEOUT, "the quota to be counted")
 
     result = kubectl(cluster.kubeconfig, "-n", ns, "describe", "quota", "q")
 
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines()]
+    assert ["Scopes:", "NotTerminating"] in rows
     assert ["Resource", "Used", "Hard"] in rows
-    assert ["secrets", "0", "4"] in rows
+    assert ["cpu", "0", "1500m"] in rows
+    assert ["pods", "0", "4"] in rows
 
 
 def test_discovery_lists_resourcequotas_and_their_status(cluster: Cluster) -> None:
