@@ -123,6 +123,13 @@ def namespace_terminating(group: str, plural: str, name: str, namespace: str) ->
     )
 
 
+def internal_error(why: str) -> ApiError:
+    """NewInternalError: 500 with the cause in details."""
+    return ApiError(
+        500, "InternalError", f"Internal error occurred: {why}", {"causes": [{"message": why}]}
+    )
+
+
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 

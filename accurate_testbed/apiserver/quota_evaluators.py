@@ -76,25 +76,16 @@ class Evaluator:
 
 # -- pods ----------------------------------------------------------------------------------------
 
-_POD_RESOURCES = frozenset(
-    {
-        "count/pods",
-        "cpu",
-        "memory",
-        "ephemeral-storage",
-        "requests.cpu",
-        "requests.memory",
-        "requests.ephemeral-storage",
-        "limits.cpu",
-        "limits.memory",
-        "limits.ephemeral-storage",
-        "pods",
-    }
-)
 # Quota on these makes every container say how much it wants (a mistake kept for compatibility).
-_MUST_SPECIFY = frozenset(
+MUST_SPECIFY = frozenset(
     {"cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"}
 )
+POD_COMPUTE = MUST_SPECIFY | {
+    "ephemeral-storage",
+    "requests.ephemeral-storage",
+    "limits.ephemeral-storage",
+}
+_POD_RESOURCES = POD_COMPUTE | {"count/pods", "pods"}
 _TERMINAL = ("Succeeded", "Failed")
 
 
@@ -261,7 +252,7 @@ class Pods(Evaluator):
 
     def constraints(self, required: Iterable[str], obj: Obj) -> str | None:
         """Constraints: ``must specify limits.cpu for: a,b; requests.memory for: a``."""
-        wanted = set(required) & _MUST_SPECIFY
+        wanted = set(required) & MUST_SPECIFY
         missing: dict[str, set[str]] = {}
         spec = obj.get("spec") or {}
         for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):

@@ -11,35 +11,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from accurate_testbed.apiserver.quota_evaluators import MUST_SPECIFY, POD_COMPUTE
 from libaccurate import quantity
 from libaccurate.validation import FieldError, validate_qualified_name
 
 Obj = dict[str, Any]
 
-_STANDARD = frozenset(
-    {
-        "cpu",
-        "memory",
-        "ephemeral-storage",
-        "requests.cpu",
-        "requests.memory",
-        "requests.ephemeral-storage",
-        "limits.cpu",
-        "limits.memory",
-        "limits.ephemeral-storage",
-        "pods",
-        "resourcequotas",
-        "services",
-        "replicationcontrollers",
-        "secrets",
-        "configmaps",
-        "persistentvolumeclaims",
-        "storage",
-        "requests.storage",
-        "services.nodeports",
-        "services.loadbalancers",
-    }
-)
+_STANDARD = POD_COMPUTE | {
+    "pods",
+    "resourcequotas",
+    "services",
+    "replicationcontrollers",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "storage",
+    "requests.storage",
+    "services.nodeports",
+    "services.loadbalancers",
+}
 _QUOTA_ONLY_EXCLUDED = frozenset({"storage"})  # a standard resource, but not one for quota
 _HUGE_PAGES = ("hugepages-", "requests.hugepages-")
 _SCOPES = frozenset(
@@ -51,9 +41,6 @@ _SCOPES = frozenset(
         "PriorityClass",
         "CrossNamespacePodAffinity",
     }
-)
-_POD_COMPUTE = frozenset(
-    {"cpu", "memory", "limits.cpu", "limits.memory", "requests.cpu", "requests.memory"}
 )
 _CONFLICTS = (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating"))
 NEGATIVE = "must be greater than or equal to 0"
@@ -99,7 +86,7 @@ def _valid_for(scope: str, resource: str) -> bool:
     if scope == "BestEffort":
         return resource == "pods"
     if scope in _SCOPES:
-        return resource == "pods" or resource in _POD_COMPUTE
+        return resource == "pods" or resource in MUST_SPECIFY  # podComputeQuotaResources
     return True
 
 

@@ -12,6 +12,7 @@ the tests run unchanged against a real cluster (ACCURATE_TEST_KUBECONFIG).
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -487,7 +488,7 @@ def test_concurrent_creates_for_the_last_unit_let_exactly_one_through(cluster: C
 # -- the status update goes through admission ----------------------------------------------------
 
 
-def watch_quota_status(cluster: Cluster, server: WebhookServer, ns: str) -> str:
+def watch_quota_status(cluster: Cluster, server: WebhookServer, ns: str, timeout: int = 5) -> str:
     """A validating webhook on UPDATE of resourcequotas/status in ``ns`` only; its name."""
     name = cluster.unique("quota-status")
     hook = {
@@ -504,7 +505,7 @@ def watch_quota_status(cluster: Cluster, server: WebhookServer, ns: str) -> str:
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
         "sideEffects": "None",
         "admissionReviewVersions": ["v1"],
-        "timeoutSeconds": 5,
+        "timeoutSeconds": timeout,
     }
     body = {"metadata": {"name": name, "labels": cluster.labels}, "webhooks": [hook]}
     path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
@@ -571,6 +572,32 @@ def test_a_webhook_refusing_the_status_update_fails_the_request_with_its_refusal
     assert len(calls) == 4
     assert not _exists(cluster, core(ns, "secrets", "a"))
     assert used(cluster, ns) == {"secrets": "0"}
+
+
+def test_a_quota_check_that_takes_too_long_fails_the_request_but_goes_on(
+    cluster: Cluster,
+    webhook: WebhookServer,  # noqa: F811
+) -> None:
+    """Evaluate waits 10 seconds for the check, then answers NewInternalError; the worker goes
+    on, so a slow status update that is let through still charges the quota for an object that
+    was never stored (the controller's next full recount gives it back)."""
+    ns = quota_namespace(cluster)
+    make_quota(cluster, ns, {"secrets": "3"})
+
+    def slow(review: dict[str, Any]) -> dict[str, Any]:
+        if review["userInfo"]["username"] == "system:apiserver":
+            time.sleep(12)
+        return allow(review)
+
+    webhook.answer = slow
+    watch_quota_status(cluster, webhook, ns, timeout=20)
+
+    status = refusal(cluster, "POST", core(ns, "secrets"), {"metadata": {"name": "a"}})
+
+    assert (status["code"], status["reason"]) == (500, "InternalError")
+    assert status["message"] == "Internal error occurred: resource quota evaluation timed out"
+    assert not _exists(cluster, core(ns, "secrets", "a"))
+    wait_for(lambda: used(cluster, ns) == {"secrets": "1"}, 30, "the late charge")
 
 
 # -- the quota controller ------------------------------------------------------------------------
