@@ -1,6 +1,7 @@
 """What kube-apiserver refuses (422) in a ResourceQuota: resource names a quota cannot track,
-negative amounts, scopes that do not exist, contradict each other or cannot apply to a tracked
-resource, and scopes changed after creation.
+negative amounts, scopes (listed or in the scopeSelector) that do not exist, contradict each
+other or cannot apply to a tracked resource, selector operators and values that do not fit, and
+scopes changed after creation. Bad values are shown as Go's ``%#v`` prints them.
 
 Read from ``pkg/apis/core/validation/validation.go`` (ValidateResourceQuota,
 ValidateResourceQuotaUpdate, validateResourceQuotaScopes) and ``pkg/apis/core/helper/helpers.go``
@@ -9,6 +10,7 @@ ValidateResourceQuotaUpdate, validateResourceQuotaScopes) and ``pkg/apis/core/he
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from accurate_testbed.apiserver.quota_evaluators import MUST_SPECIFY, POD_COMPUTE
@@ -46,15 +48,60 @@ _CONFLICTS = (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating")
 NEGATIVE = "must be greater than or equal to 0"
 
 
-class _Scopes:
-    """``[]core.ResourceQuotaScope{...}`` as Go's %#v prints the list in a field error."""
+_SELECTOR = "spec.scopeSelector.matchExpressions"
+_EXISTS_ONLY = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort")
+_EXISTS_ONLY_TEXT = (
+    "must be 'Exist' only operator when scope is any of ResourceQuotaScopeTerminating, "
+    "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort and "
+    "ResourceQuotaScopeNotBestEffort"
+)
 
-    def __init__(self, scopes: list[str]) -> None:
-        self.scopes = scopes
+
+class _GoSlice:
+    """A slice as Go's %#v prints it in a field error: ``[]T{"a", "b"}``, ``[]T(nil)``."""
+
+    def __init__(self, element: str, items: list[Any] | None) -> None:
+        self.element, self.items = element, items
 
     def __repr__(self) -> str:
-        inner = ", ".join(f'"{scope}"' for scope in self.scopes)
-        return f"[]core.ResourceQuotaScope{{{inner}}}"
+        if self.items is None:
+            return f"[]{self.element}(nil)"
+        return f"[]{self.element}{{{', '.join(_go(item) for item in self.items)}}}"
+
+
+def _go(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def _scopes(scopes: list[str] | None) -> _GoSlice:
+    return _GoSlice("core.ResourceQuotaScope", scopes)
+
+
+class _Requirement:
+    """A ScopedResourceSelectorRequirement as %#v prints it."""
+
+    def __init__(self, requirement: Obj) -> None:
+        self.requirement = requirement
+
+    def __repr__(self) -> str:
+        req = self.requirement
+        values = _GoSlice("string", req.get("values"))
+        return (
+            f"core.ScopedResourceSelectorRequirement{{ScopeName:{_go(req.get('scopeName', ''))}, "
+            f"Operator:{_go(req.get('operator', ''))}, Values:{values!r}}}"
+        )
+
+
+class _Selector:
+    """The ScopeSelector a field error shows (Go prints what the pointer points at)."""
+
+    def __init__(self, requirements: list[Obj] | None) -> None:
+        self.requirements = requirements
+
+    def __repr__(self) -> str:
+        items = None if self.requirements is None else [_Requirement(r) for r in self.requirements]
+        expressions = _GoSlice("core.ScopedResourceSelectorRequirement", items)
+        return f"core.ScopeSelector{{MatchExpressions:{expressions!r}}}"
 
 
 def _resource_name_issues(name: str, path: str) -> list[FieldError]:
@@ -90,28 +137,79 @@ def _valid_for(scope: str, resource: str) -> bool:
     return True
 
 
-def _scope_issues(spec: Obj) -> list[FieldError]:
-    """validateResourceQuotaScopes."""
-    scopes = list(spec.get("scopes") or [])
-    if not scopes:
-        return []
-    tracked = sorted(
+def _tracked(spec: Obj) -> list[str]:
+    """The quota's hard resources that IsStandardQuotaResourceName knows."""
+    return sorted(
         name
         for name in spec.get("hard") or {}
         if (name in _STANDARD and name not in _QUOTA_ONLY_EXCLUDED) or name.startswith(_HUGE_PAGES)
     )
+
+
+def _conflicts(scopes: set[str], path: str, shown: _GoSlice) -> list[FieldError]:
+    return [
+        FieldError(path, shown, "conflicting scopes") for pair in _CONFLICTS if set(pair) <= scopes
+    ]
+
+
+def _scope_issues(spec: Obj) -> list[FieldError]:
+    """validateResourceQuotaScopes."""
+    scopes = list(spec.get("scopes") or [])
     issues = []
     for scope in scopes:
         if scope not in _SCOPES:
-            issues.append(FieldError("spec.scopes", _Scopes(scopes), "unsupported scope"))
-        for name in tracked:
+            issues.append(FieldError("spec.scopes", _scopes(scopes), "unsupported scope"))
+        for name in _tracked(spec):
             if not _valid_for(scope, name):
                 detail = "unsupported scope applied to resource"
-                issues.append(FieldError("spec.scopes", _Scopes(scopes), detail))
-    for pair in _CONFLICTS:
-        if set(pair) <= set(scopes):
-            issues.append(FieldError("spec.scopes", _Scopes(scopes), "conflicting scopes"))
+                issues.append(FieldError("spec.scopes", _scopes(scopes), detail))
+    return issues + _conflicts(set(scopes), "spec.scopes", _scopes(scopes))
+
+
+def _requirement_issues(requirement: Obj) -> list[FieldError]:
+    """The operator and values of one scopeSelector requirement."""
+    scope, operator = requirement.get("scopeName", ""), requirement.get("operator", "")
+    values = requirement.get("values")
+    issues = []
+    if scope in _EXISTS_ONLY and operator != "Exists":
+        issues.append(FieldError(f"{_SELECTOR}.operator", operator, _EXISTS_ONLY_TEXT))
+    if operator in ("In", "NotIn"):
+        if not values:
+            detail = (
+                "must be at least one value when `operator` is 'In' or 'NotIn' for scope selector"
+            )
+            issues.append(FieldError(f"{_SELECTOR}.values", None, detail, "FieldValueRequired"))
+    elif operator in ("Exists", "DoesNotExist"):
+        if values:
+            detail = (
+                "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector"
+            )
+            issues.append(FieldError(f"{_SELECTOR}.values", _GoSlice("string", values), detail))
+    else:
+        issues.append(
+            FieldError(f"{_SELECTOR}.operator", operator, "not a valid selector operator")
+        )
     return issues
+
+
+def _selector_issues(spec: Obj) -> list[FieldError]:
+    """validateScopeSelector."""
+    selector = spec.get("scopeSelector")
+    if selector is None:
+        return []
+    requirements = selector.get("matchExpressions")
+    issues = []
+    for requirement in requirements or []:
+        scope = requirement.get("scopeName", "")
+        if scope not in _SCOPES:
+            issues.append(FieldError(f"{_SELECTOR}.scopeName", scope, "unsupported scope"))
+        for name in _tracked(spec):
+            if not _valid_for(scope, name):
+                detail = "unsupported scope applied to resource"
+                issues.append(FieldError(_SELECTOR, _Selector(requirements), detail))
+        issues += _requirement_issues(requirement)
+    scopes = {requirement.get("scopeName", "") for requirement in requirements or []}
+    return issues + _conflicts(scopes, _SELECTOR, _scopes(spec.get("scopes")))
 
 
 def quota_issues(obj: Obj) -> list[FieldError]:
@@ -121,6 +219,7 @@ def quota_issues(obj: Obj) -> list[FieldError]:
     return [
         *_list_issues(spec.get("hard"), "spec.hard"),
         *_scope_issues(spec),
+        *_selector_issues(spec),
         *_list_issues(status.get("hard"), "status.hard"),
         *_list_issues(status.get("used"), "status.used"),
     ]
@@ -132,4 +231,4 @@ def quota_update_issues(old: Obj, new: Obj) -> list[FieldError]:
     scopes = list((new.get("spec") or {}).get("scopes") or [])
     if before == set(scopes):
         return []
-    return [FieldError("spec.scopes", _Scopes(scopes), "field is immutable")]
+    return [FieldError("spec.scopes", _scopes(scopes), "field is immutable")]

@@ -159,6 +159,11 @@ def test_a_quantity_that_does_not_parse_is_a_decoding_error(cluster: Cluster) ->
     )
 
 
+def selecting(scope: str, operator: str, values: list[str] | None = None) -> dict:
+    requirement = {"scopeName": scope, "operator": operator}
+    return {"matchExpressions": [{**requirement, **({"values": values} if values else {})}]}
+
+
 @pytest.mark.parametrize(
     ("spec", "said"),
     [
@@ -186,8 +191,42 @@ def test_a_quantity_that_does_not_parse_is_a_decoding_error(cluster: Cluster) ->
             'spec.scopes: Invalid value: []core.ResourceQuotaScope{"Terminating", '
             '"NotTerminating"}: conflicting scopes',
         ),
+        (
+            {"hard": {"pods": "1"}, "scopeSelector": selecting("PriorityClass", "In")},
+            "spec.scopeSelector.matchExpressions.values: Required value: must be at least one "
+            "value when `operator` is 'In' or 'NotIn' for scope selector",
+        ),
+        (
+            {"hard": {"pods": "1"}, "scopeSelector": selecting("BestEffort", "In", ["x"])},
+            "spec.scopeSelector.matchExpressions.operator: Invalid value: \"In\": must be 'Exist' "
+            "only operator when scope is any of ResourceQuotaScopeTerminating, "
+            "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort and "
+            "ResourceQuotaScopeNotBestEffort",
+        ),
+        (
+            {"hard": {"pods": "1"}, "scopeSelector": selecting("PriorityClass", "Exists", ["x"])},
+            'spec.scopeSelector.matchExpressions.values: Invalid value: []string{"x"}: must be '
+            "no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",
+        ),
+        (
+            {"hard": {"cpu": "1"}, "scopeSelector": selecting("BestEffort", "Exists")},
+            "spec.scopeSelector.matchExpressions: Invalid value: core.ScopeSelector{"
+            "MatchExpressions:[]core.ScopedResourceSelectorRequirement{"
+            'core.ScopedResourceSelectorRequirement{ScopeName:"BestEffort", Operator:"Exists", '
+            "Values:[]string(nil)}}}: unsupported scope applied to resource",
+        ),
     ],
-    ids=["unknown", "storage", "negative", "scope for pods only", "conflicting scopes"],
+    ids=[
+        "unknown",
+        "storage",
+        "negative",
+        "scope for pods only",
+        "conflicting scopes",
+        "selector without values",
+        "selector operator",
+        "selector values",
+        "selector scope for pods only",
+    ],
 )
 def test_an_invalid_quota_is_refused(cluster: Cluster, spec: dict, said: str) -> None:
     """ValidateResourceQuota (pkg/apis/core/validation/validation.go)."""
