@@ -58,6 +58,8 @@ class QuotaAdmission:
         evaluator = evaluator_for(resource.group, resource.plural)
         if evaluator is None or not evaluator.handles(attempt.operation):
             return
+        if not self._quotas(namespace):
+            return  # nothing to charge (checkAttributes answers at once)
         outcome: list[BaseException | None] = []
 
         def work() -> None:
