@@ -459,13 +459,23 @@ def test_any_resource_is_counted_by_count_slash_resource_dot_group(
     (Evaluate: generic.NewObjectCountEvaluator)."""
     ns = quota_namespace(cluster)
     name = f"count/{widgets}.{GROUP}"
-    make_quota(cluster, ns, {name: "1", "count/deployments.apps": "0"})
+    make_quota(cluster, ns, {name: "1", "count/deployments.apps": "1"})
     request(
         cluster.api_client,
         "POST",
         collection(ns, widgets),
         {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w1"}},
     )
+    labels = {"app": "idle"}
+    deployment = {
+        "metadata": {"name": "idle"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container("c")]}},
+        },
+    }
+    request(cluster.api_client, "POST", f"/apis/apps/v1/namespaces/{ns}/deployments", deployment)
 
     body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w2"}}
     status = refusal(cluster, "POST", collection(ns, widgets), body)
@@ -475,7 +485,7 @@ def test_any_resource_is_counted_by_count_slash_resource_dot_group(
         f"used: {name}=1, limited: {name}=1"
     )
     assert status["details"] == {"name": "w2", "group": GROUP, "kind": widgets}
-    assert used(cluster, ns) == {name: "1", "count/deployments.apps": "0"}
+    assert used(cluster, ns) == {name: "1", "count/deployments.apps": "1"}
 
 
 def test_a_dry_run_is_checked_but_not_charged(cluster: Cluster) -> None:
