@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 
 DECIMAL_SI = "DecimalSI"
 BINARY_SI = "BinarySI"
@@ -41,44 +42,44 @@ class QuantityError(ValueError):
 
 @dataclass(frozen=True, order=False)
 class Quantity:
-    """An exact amount, as a whole number of nanos (every quantity is one: parsing rounds up to
-    a nano), and the format it was written in, which decides how it is printed."""
+    """An exact amount and the format it was written in, which decides how it is printed.
+    Parsed amounts are whole numbers of nanos (parsing rounds up to one), and so are their sums."""
 
-    nanos: int
+    value: Fraction
     format: str = DECIMAL_SI
 
     def __str__(self) -> str:
-        return _canonical(self.nanos, self.format)
+        return _canonical(_nanos(self.value), self.format)
 
     def __add__(self, other: Quantity) -> Quantity:
         # Quantity.Add: a zero takes the format of what is added to it.
-        fmt = other.format if self.nanos == 0 else self.format
-        return Quantity(self.nanos + other.nanos, fmt)
+        fmt = other.format if self.value == 0 else self.format
+        return Quantity(self.value + other.value, fmt)
 
     def __sub__(self, other: Quantity) -> Quantity:
-        fmt = other.format if self.nanos == 0 else self.format
-        return Quantity(self.nanos - other.nanos, fmt)
+        fmt = other.format if self.value == 0 else self.format
+        return Quantity(self.value - other.value, fmt)
 
     def __lt__(self, other: Quantity) -> bool:
-        return self.nanos < other.nanos
+        return self.value < other.value
 
     def __le__(self, other: Quantity) -> bool:
-        return self.nanos <= other.nanos
+        return self.value <= other.value
 
     def __eq__(self, other: object) -> bool:
         """Equal amounts are equal whatever their format, as Quantity.Cmp says."""
-        return isinstance(other, Quantity) and self.nanos == other.nanos
+        return isinstance(other, Quantity) and self.value == other.value
 
     def __hash__(self) -> int:
-        return hash(self.nanos)
+        return hash(self.value)
 
 
-ZERO = Quantity(0)
+ZERO = Quantity(Fraction(0))
 
 
 def count(number: int) -> Quantity:
     """An object count, as the evaluators make them (``resource.NewQuantity(n, DecimalSI)``)."""
-    return Quantity(number * NANOS)
+    return Quantity(Fraction(number))
 
 
 def parse(text: str | int | float) -> Quantity:
@@ -111,12 +112,19 @@ def parse(text: str | int | float) -> Quantity:
     nanos = mantissa * 10**scale if scale >= 0 else -(-mantissa // 10**-scale)  # rounded up
     if fmt == BINARY_SI and 0 < nanos < NANOS:
         fmt = DECIMAL_SI
-    return Quantity(-nanos if number.startswith("-") else nanos, fmt)
+    return Quantity(Fraction(-nanos if number.startswith("-") else nanos, NANOS), fmt)
 
 
 def canonical(text: str | int | float) -> str:
     """How the API server writes a quantity back (``"1.5"`` -> ``"1500m"``)."""
     return str(parse(text))
+
+
+def _nanos(value: Fraction) -> int:
+    """The amount in nanos, a finer one rounded up (away from zero) as parsing does."""
+    scaled = value * NANOS
+    whole = -(-abs(scaled.numerator) // scaled.denominator)
+    return whole if value >= 0 else -whole
 
 
 def _canonical(nanos: int, fmt: str) -> str:
@@ -181,7 +189,7 @@ def subtract(first: ResourceList, second: ResourceList) -> dict[str, Quantity]:
 def subtract_non_negative(first: ResourceList, second: ResourceList) -> dict[str, Quantity]:
     """quota.SubtractWithNonNegativeResult: a difference below zero counts as zero."""
     return {
-        name: quantity if quantity.nanos >= 0 else Quantity(0, quantity.format)
+        name: quantity if quantity.value >= 0 else Quantity(Fraction(0), quantity.format)
         for name, quantity in subtract(first, second).items()
     }
 
@@ -193,7 +201,7 @@ def mask(resources: ResourceList, names: Iterable[str]) -> dict[str, Quantity]:
 
 
 def remove_zeros(resources: ResourceList) -> dict[str, Quantity]:
-    return {name: quantity for name, quantity in resources.items() if quantity.nanos != 0}
+    return {name: quantity for name, quantity in resources.items() if quantity.value != 0}
 
 
 def exceeded(used: ResourceList, hard: ResourceList) -> list[str]:

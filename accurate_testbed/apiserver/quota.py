@@ -160,7 +160,7 @@ def check_request(quotas: Sequence[Obj], attempt: Attempt, evaluator: Evaluator)
     if not interesting:
         return list(quotas)
     usage = evaluator.usage(obj)
-    negative = sorted(name for name, amount in usage.items() if amount.nanos < 0)
+    negative = sorted(name for name, amount in usage.items() if amount.value < 0)
     if negative:
         raise _forbidden(attempt, f"quota usage is negative for resource(s): {','.join(negative)}")
     deltas = {index: usage for index in interesting}

@@ -123,7 +123,7 @@ def _list_issues(resources: Any, path: str) -> list[FieldError]:
     for name, value in sorted((resources or {}).items()):
         key = f"{path}[{name}]"
         issues += _resource_name_issues(name, key)
-        if quantity.parse(value).nanos < 0:
+        if quantity.parse(value).value < 0:
             issues.append(FieldError(key, str(quantity.parse(value)), NEGATIVE))
     return issues
 
