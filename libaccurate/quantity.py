@@ -13,6 +13,7 @@ and the quota admission's ``prettyPrint``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -89,9 +90,13 @@ def parse(text: str | int | float) -> Quantity:
     rounded up (away from zero) to one, and a binary amount below 1 is decimal."""
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         raise QuantityError(FORMAT_WRONG)
-    if isinstance(text, float):
-        text = repr(text)
-    text = str(text).strip()
+    return _parse_text(repr(text) if isinstance(text, float) else str(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Quantity:
+    """``parse`` of text; remembered, as the same few quantities are read on every write."""
+    text = text.strip()
     shape = _SHAPE.fullmatch(text)
     if not shape:
         raise QuantityError(FORMAT_WRONG)
