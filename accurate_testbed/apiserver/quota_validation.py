@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from accurate_testbed.apiserver.errors import GoStruct
 from accurate_testbed.apiserver.quota_evaluators import MUST_SPECIFY, POD_COMPUTE
 from libaccurate import quantity
 from libaccurate.validation import FieldError, validate_qualified_name
@@ -49,11 +50,17 @@ NEGATIVE = "must be greater than or equal to 0"
 
 
 _SELECTOR = "spec.scopeSelector.matchExpressions"
-_EXISTS_ONLY = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort")
-_EXISTS_ONLY_TEXT = (
-    "must be 'Exist' only operator when scope is any of ResourceQuotaScopeTerminating, "
-    "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort and "
-    "ResourceQuotaScopeNotBestEffort"
+_EXISTS_ONLY = (
+    "Terminating",
+    "NotTerminating",
+    "BestEffort",
+    "NotBestEffort",
+    "CrossNamespacePodAffinity",
+)
+_EXISTS_ONLY_TEXT = (  # as worded since 1.31
+    "must be 'Exists' when scope is any of ResourceQuotaScopeTerminating, "
+    "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, "
+    "ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity"
 )
 
 
@@ -106,15 +113,18 @@ class _Selector:
 
 def _resource_name_issues(name: str, path: str) -> list[FieldError]:
     """ValidateResourceQuotaResourceName: qualified, and standard when unprefixed (both
-    checks report, as Go appends the second to the first's errors)."""
-    issues = [FieldError(path, name, e.detail) for e in validate_qualified_name(name, path)]
+    checks report, as Go appends the second to the first's errors). The name is a
+    core.ResourceName, whose String() prints it unquoted."""
+    shown = GoStruct(name)
+    issues = [FieldError(path, shown, e.detail) for e in validate_qualified_name(name, path)]
     if "/" in name:
         return issues
     standard = name in _STANDARD or name.startswith(_HUGE_PAGES)
     if not issues and not standard:
-        issues.append(FieldError(path, name, "must be a standard resource type or fully qualified"))
+        detail = "must be a standard resource type or fully qualified"
+        issues.append(FieldError(path, shown, detail))
     if not standard or name in _QUOTA_ONLY_EXCLUDED:
-        issues.append(FieldError(path, name, "must be a standard resource for quota"))
+        issues.append(FieldError(path, shown, "must be a standard resource for quota"))
     return issues
 
 

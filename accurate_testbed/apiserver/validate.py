@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from accurate_testbed.apiserver import schema
+from accurate_testbed.apiserver.errors import GoStruct
 from accurate_testbed.apiserver.quota_validation import quota_issues, quota_update_issues
 from accurate_testbed.apiserver.resources import RBAC, Resource
 from libaccurate.validation import (
@@ -28,16 +29,6 @@ _DNS1035_TEXT = (
     "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
 _IMMUTABLE_DATA = "field is immutable when `immutable` is set"
-
-
-class GoStruct:
-    """A value Go prints with %#v; field errors show it unquoted."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
 
 
 def _name_issues(resource: Resource, name: str) -> list[FieldError]:

@@ -169,13 +169,13 @@ def selecting(scope: str, operator: str, values: list[str] | None = None) -> dic
     [
         (
             {"hard": {"foo": "1"}},
-            '[spec.hard[foo]: Invalid value: "foo": must be a standard resource type or fully '
-            'qualified, spec.hard[foo]: Invalid value: "foo": must be a standard resource for '
+            "[spec.hard[foo]: Invalid value: foo: must be a standard resource type or fully "
+            "qualified, spec.hard[foo]: Invalid value: foo: must be a standard resource for "
             "quota]",
         ),
         (
             {"hard": {"storage": "1Gi"}},
-            'spec.hard[storage]: Invalid value: "storage": must be a standard resource for quota',
+            "spec.hard[storage]: Invalid value: storage: must be a standard resource for quota",
         ),
         (
             {"hard": {"pods": "-1"}},
@@ -198,10 +198,10 @@ def selecting(scope: str, operator: str, values: list[str] | None = None) -> dic
         ),
         (
             {"hard": {"pods": "1"}, "scopeSelector": selecting("BestEffort", "In", ["x"])},
-            "spec.scopeSelector.matchExpressions.operator: Invalid value: \"In\": must be 'Exist' "
-            "only operator when scope is any of ResourceQuotaScopeTerminating, "
-            "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort and "
-            "ResourceQuotaScopeNotBestEffort",
+            "spec.scopeSelector.matchExpressions.operator: Invalid value: \"In\": must be 'Exists' "
+            "when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, "
+            "ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or "
+            "ResourceQuotaScopeCrossNamespacePodAffinity",
         ),
         (
             {"hard": {"pods": "1"}, "scopeSelector": selecting("PriorityClass", "Exists", ["x"])},
