@@ -125,6 +125,15 @@ def canonical(text: str | int | float) -> str:
     return str(parse(text))
 
 
+def round_up(quantity: Quantity, exponent: int) -> Quantity:
+    """Quantity.RoundUp: to a whole number of 10**exponent, away from zero (the API server
+    rounds every ResourceList to milli-units, -3, and a claim's storage to bytes, 0)."""
+    step = Fraction(10) ** exponent
+    steps = quantity.value / step
+    whole = -(-abs(steps.numerator) // steps.denominator)
+    return Quantity(step * (whole if steps >= 0 else -whole), quantity.format)
+
+
 def _nanos(value: Fraction) -> int:
     """The amount in nanos, a finer one rounded up (away from zero) as parsing does."""
     scaled = value * NANOS

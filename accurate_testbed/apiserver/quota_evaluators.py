@@ -11,11 +11,9 @@ when it is created and when usage is recalculated.
 from __future__ import annotations
 
 import datetime
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from libaccurate import quantity
@@ -351,7 +349,7 @@ def _storage(claim: Obj) -> Quantity | None:
         return None
     if "storage" in allocated and wanted < allocated["storage"]:
         wanted = allocated["storage"]
-    return Quantity(Fraction(math.ceil(wanted.value)), wanted.format)  # RoundUp(0)
+    return quantity.round_up(wanted, 0)
 
 
 _SPECIAL: dict[tuple[str, str], Evaluator] = {

@@ -131,14 +131,27 @@ def forbidden(resource: str, name: str, why: str) -> dict[str, Any]:
 
 def test_status_mirrors_hard_and_counts_usage_in_canonical_quantities(cluster: Cluster) -> None:
     """resource.Quantity is stored in canonical form (``1.5`` is ``1500m``, ``1024Mi`` is
-    ``1Gi``, ``1e3`` keeps its exponent); syncResourceQuota copies spec.hard to status.hard and
-    starts each used at ``0``."""
+    ``1Gi``, ``1e3`` keeps its exponent) after SetDefaults_ResourceList rounded it up to
+    milli-units; syncResourceQuota copies spec.hard to status.hard and starts each used at
+    ``0``."""
     ns = quota_namespace(cluster)
-    hard = {"cpu": 1.5, "requests.memory": "1024Mi", "limits.cpu": "2000m", "secrets": "1e3"}
+    hard = {
+        "cpu": 1.5,
+        "requests.memory": "1024Mi",
+        "limits.cpu": "2000m",
+        "requests.cpu": "0.0001",
+        "secrets": "1e3",
+    }
 
     quota = make_quota(cluster, ns, hard)
 
-    canonical = {"cpu": "1500m", "requests.memory": "1Gi", "limits.cpu": "2", "secrets": "1e3"}
+    canonical = {
+        "cpu": "1500m",
+        "requests.memory": "1Gi",
+        "limits.cpu": "2",
+        "requests.cpu": "1m",
+        "secrets": "1e3",
+    }
     assert quota["spec"]["hard"] == canonical
     assert quota["status"] == {"hard": canonical, "used": dict.fromkeys(canonical, "0")}
 
