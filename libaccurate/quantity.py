@@ -30,10 +30,22 @@ BAD_SUFFIX = "unable to parse quantity's suffix"
 
 _SHAPE = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")
 _EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)")
-_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in _DECIMAL.items()}
-_BINARY_SUFFIX = {0: "", **{exponent: suffix for suffix, exponent in _BINARY.items()}}
+# The power of 2 or of 10 each suffix stands for.
+BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+DECIMAL_SUFFIXES = {
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "": 0,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
+}
+_DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in DECIMAL_SUFFIXES.items()}
+_BINARY_SUFFIX = {0: "", **{exponent: suffix for suffix, exponent in BINARY_SUFFIXES.items()}}
 NANOS = 10**9  # in one unit
 
 
@@ -106,10 +118,10 @@ def _parse_text(text: str) -> Quantity:
     whole, _, fraction = number.lstrip("+-").partition(".")
     mantissa = int(whole + fraction or "0")  # Go reads a lone "." as 0
     scale = 9 - len(fraction)  # the power of ten that makes the mantissa nanos
-    if suffix in _BINARY:
-        fmt, mantissa = BINARY_SI, mantissa << _BINARY[suffix]
-    elif suffix in _DECIMAL:
-        fmt, scale = DECIMAL_SI, scale + _DECIMAL[suffix]
+    if suffix in BINARY_SUFFIXES:
+        fmt, mantissa = BINARY_SI, mantissa << BINARY_SUFFIXES[suffix]
+    elif suffix in DECIMAL_SUFFIXES:
+        fmt, scale = DECIMAL_SI, scale + DECIMAL_SUFFIXES[suffix]
     elif exponent := _EXPONENT.fullmatch(suffix):
         fmt, scale = DECIMAL_EXPONENT, scale + int(exponent.group(1))
     else:

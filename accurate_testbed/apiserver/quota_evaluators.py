@@ -93,7 +93,7 @@ def _is_native(name: str) -> bool:
     return "/" not in name or "kubernetes.io/" in name
 
 
-def _is_extended(name: str) -> bool:
+def is_extended(name: str) -> bool:
     """helper.IsExtendedResourceName: a domain-qualified, non-kubernetes.io resource."""
     if _is_native(name) or name.startswith(_REQUESTS):
         return False
@@ -111,7 +111,7 @@ def _compute_usage(requests: Mapping[str, Quantity], limits: Mapping[str, Quanti
     for name, request in requests.items():
         if name.startswith("hugepages-"):
             result[name] = result[_REQUESTS + name] = request
-        if _is_extended(name):
+        if is_extended(name):
             result[_REQUESTS + name] = request
     return result
 

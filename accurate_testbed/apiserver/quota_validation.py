@@ -11,28 +11,32 @@ ValidateResourceQuotaUpdate, validateResourceQuotaScopes) and ``pkg/apis/core/he
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 from accurate_testbed.apiserver.errors import GoStruct
-from accurate_testbed.apiserver.quota_evaluators import MUST_SPECIFY, POD_COMPUTE
+from accurate_testbed.apiserver.quota_evaluators import MUST_SPECIFY, POD_COMPUTE, is_extended
 from libaccurate import quantity
 from libaccurate.validation import FieldError, validate_qualified_name
 
 Obj = dict[str, Any]
 
-_STANDARD = POD_COMPUTE | {
-    "pods",
-    "resourcequotas",
-    "services",
-    "replicationcontrollers",
-    "secrets",
-    "configmaps",
-    "persistentvolumeclaims",
-    "storage",
-    "requests.storage",
-    "services.nodeports",
-    "services.loadbalancers",
-}
+# Counted in whole units (IsIntegerResourceName's list).
+_COUNTS = frozenset(
+    {
+        "pods",
+        "resourcequotas",
+        "services",
+        "replicationcontrollers",
+        "secrets",
+        "configmaps",
+        "persistentvolumeclaims",
+        "services.nodeports",
+        "services.loadbalancers",
+    }
+)
+_STANDARD = POD_COMPUTE | _COUNTS | {"storage", "requests.storage"}
 _QUOTA_ONLY_EXCLUDED = frozenset({"storage"})  # a standard resource, but not one for quota
 _HUGE_PAGES = ("hugepages-", "requests.hugepages-")
 _SCOPES = frozenset(
@@ -45,6 +49,8 @@ _SCOPES = frozenset(
         "CrossNamespacePodAffinity",
     }
 )
+_MAX_INT64 = 2**63 - 1
+_WRITTEN = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)")
 _CONFLICTS = (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating"))
 NEGATIVE = "must be greater than or equal to 0"
 
@@ -130,12 +136,54 @@ def _resource_name_issues(name: str, path: str) -> list[FieldError]:
 
 def _list_issues(resources: Any, path: str) -> list[FieldError]:
     issues: list[FieldError] = []
-    for name, value in sorted((resources or {}).items()):
+    for name, text in sorted((resources or {}).items()):
         key = f"{path}[{name}]"
         issues += _resource_name_issues(name, key)
-        if quantity.parse(value).value < 0:
-            issues.append(FieldError(key, str(quantity.parse(value)), NEGATIVE))
+        amount = quantity.parse(text)
+        if amount.value < 0:
+            issues.append(FieldError(key, str(amount), NEGATIVE))
+        if _counted_in_units(name) and not _whole_in_millis(amount):
+            issues.append(FieldError(key, _quantity_struct(text), "must be an integer"))
     return issues
+
+
+def _counted_in_units(name: str) -> bool:
+    """IsIntegerResourceName: object counts, and extended resources, which every
+    ``count/...`` and ``<class>.storageclass.storage.k8s.io/...`` name is too."""
+    return name in _COUNTS or is_extended(name)
+
+
+def _whole_in_millis(amount: quantity.Quantity) -> bool:
+    """``MilliValue() % 1000 == 0``: the milli value rounds up and saturates at int64, so an
+    amount of 9.3e15 or more (``1E``, ``10P``) is never whole (fixed only after 1.35)."""
+    millis = math.ceil(amount.value * 1000)
+    return millis <= _MAX_INT64 and millis % 1000 == 0
+
+
+def _quantity_struct(text: str) -> GoStruct:
+    """A resource.Quantity as %#v prints it (String has a pointer receiver), as ParseQuantity's
+    fast path builds it from ``text``: exact for text already in canonical form, which is what
+    is stored, and approximate for a quantity first written otherwise."""
+    written = _WRITTEN.fullmatch(text.strip())
+    assert written is not None  # the text parsed as a quantity already
+    sign, whole, denominator, suffix = written.groups(default="")
+    shifted = (whole.lstrip("0") or "0") + denominator
+    fmt = quantity.parse(text).format
+    if fmt == quantity.BINARY_SI:
+        exponent = quantity.BINARY_SUFFIXES[suffix]
+        value, scale = int(shifted) << exponent, 0
+        kept = exponent % 10 == 0 and int(shifted) & 7 != 0
+    else:
+        decimal = quantity.DECIMAL_SUFFIXES.get(suffix)
+        exponent = int(suffix[1:]) if decimal is None else decimal
+        value, scale = int(shifted), exponent - len(denominator)
+        kept = scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
+    cached = json.dumps(text.strip() if kept else "")
+    value = -value if sign == "-" else value
+    return GoStruct(
+        f"resource.Quantity{{i:resource.int64Amount{{value:{value}, scale:{scale}}}, "
+        f'd:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:{cached}, Format:"{fmt}"}}'
+    )
 
 
 def _valid_for(scope: str, resource: str) -> bool:

@@ -228,6 +228,18 @@ def selecting(scope: str, operator: str, values: list[str] | None = None) -> dic
             'core.ScopedResourceSelectorRequirement{ScopeName:"BestEffort", Operator:"Exists", '
             "Values:[]string(nil)}}}: unsupported scope applied to resource",
         ),
+        (
+            {"hard": {"pods": "1500m"}},
+            "spec.hard[pods]: Invalid value: resource.Quantity{i:resource.int64Amount{"
+            'value:1500, scale:-3}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:"1500m", '
+            'Format:"DecimalSI"}: must be an integer',
+        ),
+        (
+            {"hard": {"count/secrets": "1E"}},
+            "spec.hard[count/secrets]: Invalid value: resource.Quantity{i:resource.int64Amount{"
+            'value:1, scale:18}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:"1E", '
+            'Format:"DecimalSI"}: must be an integer',
+        ),
     ],
     ids=[
         "unknown",
@@ -239,6 +251,8 @@ def selecting(scope: str, operator: str, values: list[str] | None = None) -> dic
         "selector operator",
         "selector values",
         "selector scope for pods only",
+        "not whole",
+        "too large to count in millis",
     ],
 )
 def test_an_invalid_quota_is_refused(cluster: Cluster, spec: dict, said: str) -> None:
