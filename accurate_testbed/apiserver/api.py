@@ -23,7 +23,7 @@ import yaml
 
 from accurate_testbed.apiserver import crds, errors, paging, schema, validate
 from accurate_testbed.apiserver.defaults import apply_builtin_defaults
-from accurate_testbed.apiserver.errors import ApiError
+from accurate_testbed.apiserver.errors import ApiError, GoStruct
 from accurate_testbed.apiserver.managedfields import ApplyConflict, record_update, server_side_apply
 from accurate_testbed.apiserver.paging import ListOptions
 from accurate_testbed.apiserver.patching import (
@@ -42,7 +42,6 @@ from accurate_testbed.apiserver.resources import (
 )
 from accurate_testbed.apiserver.selectors import selector
 from accurate_testbed.apiserver.store import Expired, Store
-from accurate_testbed.apiserver.validate import GoStruct
 from accurate_testbed.apiserver.webhooks import WebhookConfigurations
 from libaccurate.validation import FieldError
 
