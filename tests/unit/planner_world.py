@@ -220,12 +220,11 @@ class World:
         return self.namespaces[name]
 
     def _create_namespace(self, action: CreateNamespace) -> None:
+        """One apply that creates: the controller's Apply entry owns every key it set; a
+        namespace already there is refused (the controller's precondition)."""
         if action.name in self.namespaces:
-            raise ApiError("AlreadyExists")
-        ns = self.add_namespace(action.name, action.labels, action.annotations)
-        ns["metadata"]["managedFields"] = [
-            _entry(FIELD_MANAGER, "Update", set(action.labels), set(action.annotations))
-        ]
+            raise ApiError("Conflict")
+        ns = self.add_namespace(action.name, {}, {})
         self._apply_metadata(ns, action.labels, action.annotations)
 
     def _apply_metadata(
