@@ -251,8 +251,9 @@ def _change(kube: Kube, running: Any, root: str, value: str, copies: int) -> flo
 def new_subnamespace(target: Target, sizes: Sizes) -> list[Row]:
     """3: SubNamespace created under a root holding propagated objects: time to Ready, and the
     writes the controller sends for it until it is quiet again (issues 19 and 30: at most one
-    per copy and 3 more: the namespace's apply, the NamespaceCreated Event, the status). It is created with the finalizer, as the mutating webhook leaves it: the
-    benchmark runs no webhook."""
+    per copy and 3 more: the namespace's apply, the NamespaceCreated Event, the status). It is
+    created with the finalizer, as the mutating webhook leaves it: the benchmark runs no
+    webhook."""
     target.fresh()
     kube = target.kube()
     (root,) = population.forest(target, 1, 1)

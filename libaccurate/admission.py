@@ -331,7 +331,7 @@ def _cascade_withdrawal(after: Mapping[str, Any], before: Mapping[str, Any]) -> 
         return None
     return (
         f"SubNamespace {metadata.get('namespace')}/{metadata.get('name')} is being deleted "
-        f"with its subtree, as {ANNOTATION_ALLOW_CASCADING_DELETION}=\"true\" allowed; the "
+        f'with its subtree, as {ANNOTATION_ALLOW_CASCADING_DELETION}="true" allowed; the '
         "annotation stays until the deletion is done, since a deletion cannot be taken back"
     )
 
