@@ -226,7 +226,8 @@ def test_a_new_sub_namespace_costs_one_namespace_write(
     ]
     assert writes == [f"PATCH /api/v1/namespaces/{child}"]
     assert scene.labels(child)["team"] == "a"
-    applied = [e for e in scene.ns(child)["metadata"]["managedFields"] if e["operation"] == "Apply"]
+    entries = (scene.ns(child) or {})["metadata"]["managedFields"]
+    applied = [e for e in entries if e["operation"] == "Apply"]
     assert {e["manager"] for e in applied} == {FIELD_MANAGER}
 
     scene.kubectl("label", "namespace", root, "team-")
