@@ -129,11 +129,7 @@ def _annotated(owner: Obj) -> bool:
 
 
 def _ref(reference: Mapping[str, Any], owner: Obj) -> ObjectRef:
-    metadata = owner.get("metadata") or {}
-    return ObjectRef(
-        api_version=reference.get("apiVersion", ""),
-        kind=reference.get("kind", ""),
-        namespace=metadata.get("namespace", ""),
-        name=metadata.get("name", ""),
-        uid=metadata.get("uid"),
-    )
+    """The owner as an Event names it: its kind from the reference (a cached owner of a watched
+    kind is a stub without one), the rest from the owner itself."""
+    kind = {key: reference.get(key, "") for key in ("apiVersion", "kind")}
+    return ObjectRef.of({**kind, "metadata": owner.get("metadata") or {}})
