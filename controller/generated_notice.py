@@ -77,7 +77,7 @@ class GeneratedNotice:
 
     def check(self) -> list[ObjectRef]:
         """Announce the annotated owners found now that were not announced before."""
-        found = [owner for owner in self._annotated_owners() if owner.uid not in self._announced]
+        found = self._annotated_owners()
         if found and not self._logged:
             log.warning(
                 "owners ask for propagate-generated, which is off",
@@ -95,6 +95,7 @@ class GeneratedNotice:
         return found
 
     def _annotated_owners(self) -> list[ObjectRef]:
+        """The annotated owners not announced yet (those announced are not read again)."""
         objects = [
             obj
             for w in self.watched
@@ -102,13 +103,15 @@ class GeneratedNotice:
         ]
         cached = {(obj.get("metadata") or {}).get("uid"): obj for obj in objects}
         kinds = {(w.gvk.api_version, w.gvk.kind) for w in self.watched}
-        result: dict[str, ObjectRef] = {}
+        found = []
         for uid, (reference, namespace) in controllers_of(objects).items():
+            if uid in self._announced:
+                continue
             watched_kind = (reference.get("apiVersion"), reference.get("kind")) in kinds
             owner = cached.get(uid) if watched_kind else self.owners.owner(reference, namespace)
             if owner is not None and _annotated(owner):
-                result[uid] = _ref(reference, owner)
-        return list(result.values())
+                found.append(_ref(reference, owner))
+        return found
 
 
 def controllers_of(objects: Iterable[Obj]) -> dict[str, tuple[Mapping[str, Any], str]]:
