@@ -160,9 +160,9 @@ def in_form(cluster: Cluster, form: str, folder: Path) -> Path:
         for entry in document["users"]:
             entry["user"]["client-certificate-data"] = _base64(issued.cert_chain_pems[0].bytes())
             entry["user"]["client-key-data"] = _base64(issued.private_key_pem.bytes())
-    for section, keys in (("clusters", ("certificate-authority",)), ("users", CLIENT_PAIR)):
+    for section, keys in (("clusters", ("certificate-authority",)), ("users", USER_FILES)):
         for entry in document.get(section) or []:
-            fields = entry[section[:-1]]
+            fields = entry.get(section[:-1]) or {}
             for key in keys:
                 _recast(fields, key, form, folder / f"{entry['name']}-{key}", cluster.kubeconfig)
     path = folder / "kubeconfig"
@@ -170,16 +170,20 @@ def in_form(cluster: Cluster, form: str, folder: Path) -> Path:
     return path
 
 
-CLIENT_PAIR = ("client-certificate", "client-key")
+# The user fields that name files; tokenFile has no data form, and only moves with the file.
+USER_FILES = ("client-certificate", "client-key", "tokenFile")
 
 
 def _recast(fields: dict[str, str], key: str, form: str, file: Path, origin: Path) -> None:
-    """``key`` of one kubeconfig entry moved to ``form``, as whichever form it has now."""
+    """``key`` of one kubeconfig entry moved to ``form``, as whichever form it has now; a path
+    made absolute, since the copy is read from another folder."""
+    if fields.get(key):
+        fields[key] = str(origin.parent / fields[key])
     if form == "files" and fields.get(f"{key}-data"):
         file.write_bytes(base64.b64decode(fields.pop(f"{key}-data")))
         fields[key] = str(file)
-    elif form == "data" and fields.get(key):
-        fields[f"{key}-data"] = _base64((origin.parent / fields.pop(key)).read_bytes())
+    elif form == "data" and fields.get(key) and key != "tokenFile":
+        fields[f"{key}-data"] = _base64(Path(fields.pop(key)).read_bytes())
 
 
 def _base64(blob: bytes) -> str:
