@@ -70,7 +70,7 @@ EXCLUDED_MODULES = (
     # `report --to` writes into SQLite (the standard library's sqlite3) from the binary; other
     # databases need their drivers, which a frozen binary cannot load from elsewhere, so their
     # SQLAlchemy dialects and the drivers they import stay out: psycopg with libpq and its
-    # Kerberos and LDAP libraries were 13 MB of the folder, and `ctypes` at every start (issue
+    # Kerberos and LDAP libraries were 14 MB of the folder, and `ctypes` at every start (issue
     # 30; docs/plugin.md says how to get the other drivers).
     "sqlalchemy.dialects.postgresql",
     "sqlalchemy.dialects.mysql",
