@@ -73,25 +73,19 @@ def render() -> dict[Path, str]:
 def _unlabelled(text: str) -> str:
     """``text`` without Helm's labels in ``metadata.labels``, and without a ``labels:`` left
     empty. Lines, not YAML, so that the template's comments stay."""
-    lines = text.splitlines()
     kept: list[str] = []
-    for index, line in enumerate(lines):
-        if line.startswith("    ") and line.strip().split(":")[0] in HELM_LABELS:
+    block: list[str] | None = None  # the labels of the metadata being read, Helm's left out
+    for line in [*text.splitlines(), ""]:
+        if block is not None and line.startswith("    "):
+            if line.strip().split(":")[0] not in HELM_LABELS:
+                block.append(line)
             continue
-        if line == "  labels:" and not _has_own_labels(lines[index + 1 :]):
-            continue
-        kept.append(line)
-    return "\n".join(kept)
-
-
-def _has_own_labels(following: list[str]) -> bool:
-    """Whether the labels block starting at ``following`` holds a label that is not Helm's."""
-    for line in following:
-        if not line.startswith("    "):
-            return False
-        if line.strip().split(":")[0] not in HELM_LABELS:
-            return True
-    return False
+        if block:
+            kept += ["  labels:", *block]
+        block = [] if line == "  labels:" else None
+        if block is None:
+            kept.append(line)
+    return "\n".join(kept[:-1])
 
 
 def main() -> None:
