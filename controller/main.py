@@ -38,7 +38,13 @@ from controller.throttle import Throttle
 from controller.webhook_process import WebhookProcess, WebhookProcessError, WebhookSettings
 from controller.writes import Writer
 from libaccurate import __version__, subnamespaces
-from libaccurate.config import Config, ConfigError, parse_config, resolve_watches
+from libaccurate.config import (
+    Config,
+    ConfigError,
+    parse_config,
+    resolve_watches,
+    tenant_overrides,
+)
 from libaccurate.constants import SUBNAMESPACE_KIND, SUBNAMESPACE_PLURAL
 from libaccurate.network.kube import ConnectionOptions, Kube, KubeError
 from libaccurate.network.kubeconfig import load_credentials
@@ -116,6 +122,8 @@ def start(options: Options, stop: threading.Event) -> Controller:
     """Check everything the controller needs and start it; raises what prevents it."""
     lease_namespace = _lease_namespace(options)
     config = _read_config(options.config_file)
+    for warning in tenant_overrides(config):
+        log.warning(warning)
     kube = Kube(
         load_credentials(ConnectionOptions(kubeconfig=options.kubeconfig)),
         timeout=REQUEST_TIMEOUT,

@@ -101,6 +101,9 @@ def test_a_moved_namespace_takes_the_new_parents_values(
     second = scene.root("second", labels={"team": "second"})
     grafted = scene.namespace("grafted", {LABEL_PARENT: first})
     scene.wait(lambda: scene.labels(grafted).get("team") == "first", "the first parent's values")
+    # Grafted by hand, no SubNamespace: the controller marks it as every sub-namespace it
+    # keeps, as the Go controller does (issue 27 point 6, docs/concepts.md).
+    assert scene.labels(grafted)[LABEL_CREATED_BY] == CREATED_BY_VALUE
 
     scene.kubectl("label", "namespace", grafted, f"{LABEL_PARENT}={second}", "--overwrite")
     scene.wait(lambda: scene.labels(grafted).get("team") == "second", "the second parent's values")

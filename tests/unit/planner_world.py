@@ -33,7 +33,7 @@ from libaccurate.actions import (
 )
 from libaccurate.closing import close
 from libaccurate.config import Config, GroupVersionKind
-from libaccurate.constants import FIELD_MANAGER, FINALIZER
+from libaccurate.constants import FIELD_MANAGER, FINALIZER, LABEL_CREATED_BY, LABEL_PARENT
 from libaccurate.lifecycle import OWNED_CONDITIONS
 from libaccurate.planner import Finding, Plan, Snapshot, plan
 
@@ -230,7 +230,9 @@ class World:
     def _apply_metadata(
         self, ns: Obj, labels: Mapping[str, str], annotations: Mapping[str, str]
     ) -> None:
-        """Server-side apply with force by the controller's field manager."""
+        """Server-side apply with force by the controller's field manager: a key applied with
+        another value than it has is taken from other managers; one applied with the same value
+        is shared with them, so their ownership keeps it when the controller stops applying it."""
         before = copy.deepcopy(ns["metadata"])
         meta = ns["metadata"]
         entries = meta.setdefault("managedFields", [])
@@ -239,8 +241,9 @@ class World:
         for section, wanted in (("labels", labels), ("annotations", annotations)):
             current = meta.setdefault(section, {})
             previously = _entry_keys(mine, section) if mine else set()
+            changed = {key for key, value in wanted.items() if current.get(key) != value}
             for other in others:
-                _drop_keys(other, section, set(wanted))
+                _drop_keys(other, section, changed)
             held_by_others = set().union(*(_entry_keys(e, section) for e in others))
             for key in previously - set(wanted) - held_by_others:
                 current.pop(key, None)
