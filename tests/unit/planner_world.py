@@ -33,7 +33,7 @@ from libaccurate.actions import (
 )
 from libaccurate.closing import close
 from libaccurate.config import Config, GroupVersionKind
-from libaccurate.constants import FIELD_MANAGER, FINALIZER, LABEL_CREATED_BY, LABEL_PARENT
+from libaccurate.constants import FIELD_MANAGER, FINALIZER
 from libaccurate.lifecycle import OWNED_CONDITIONS
 from libaccurate.planner import Finding, Plan, Snapshot, plan
 
