@@ -248,7 +248,8 @@ class Writer:
         the apply is refused with a conflict (a Replan) instead, as a POST would be with
         AlreadyExists.
         On creation the server ignores a resourceVersion (kube-apiserver's create-on-update
-        path returns before comparing versions; accurate_testbed/tests/test_apply.py).
+        path returns before comparing versions; the pattern of kubernetes/kubernetes#106745;
+        accurate_testbed/tests/test_apply.py).
         """
         parent = action.labels.get(LABEL_PARENT, "")
         sub = known.subnamespace(parent, action.name) or {}
