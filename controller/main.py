@@ -26,6 +26,7 @@ from controller import health, selfcheck
 from controller.applier import Applier
 from controller.cache import Cache, mirrored, quota_resources
 from controller.events import Recorder
+from controller.generated_notice import GeneratedNotice
 from controller.leader import LeaderElector
 from controller.logs import setup_logging
 from controller.loop import Leadership, Loop
@@ -44,7 +45,13 @@ from controller.webhook_process import (
 )
 from controller.writes import Writer
 from libaccurate import __version__, quota, subnamespaces
-from libaccurate.config import Config, ConfigError, parse_config, resolve_watches
+from libaccurate.config import (
+    Config,
+    ConfigError,
+    parse_config,
+    resolve_watches,
+    tenant_overrides,
+)
 from libaccurate.constants import SUBNAMESPACE_KIND, SUBNAMESPACE_PLURAL
 from libaccurate.network.kube import ConnectionOptions, Kube, KubeError
 from libaccurate.network.kubeconfig import load_credentials
@@ -122,6 +129,8 @@ def start(options: Options, stop: threading.Event) -> Controller:
     """Check everything the controller needs and start it; raises what prevents it."""
     lease_namespace = _lease_namespace(options)
     config = _read_config(options.config_file)
+    for warning in tenant_overrides(config):
+        log.warning(warning)
     kube = Kube(
         load_credentials(ConnectionOptions(kubeconfig=options.kubeconfig)),
         timeout=REQUEST_TIMEOUT,
@@ -156,9 +165,7 @@ def start(options: Options, stop: threading.Event) -> Controller:
         stop=stop,
     )
     applier = Applier(writer, metrics, options.workers)
-    owners = None
-    if options.propagate_generated:
-        owners = Owners(kube, discovery, throttle, stop, options.resync_period)
+    owners = Owners(kube, discovery, throttle, stop, options.resync_period)
     loop = Loop(
         cache,
         config,
@@ -167,7 +174,7 @@ def start(options: Options, stop: threading.Event) -> Controller:
         metrics,
         Leadership(is_leader, elector.wait_until_leader if elector else lambda _: True),
         options.resync_period,
-        owners,
+        owners if options.propagate_generated else None,
         Sudoers(kube) if any(keeps_sudoers(w) for w in watched) else None,
         Quotas(kube, cache, recorder) if hierarchical else None,
     )
@@ -179,6 +186,11 @@ def start(options: Options, stop: threading.Event) -> Controller:
         threading.Thread(target=elector.run, args=(stop,), name="leader", daemon=True).start()
     cache.start(stop)
     loop_thread.start()
+    if not options.propagate_generated:
+        notice = GeneratedNotice(cache, watched, owners, recorder, writer.may_write)
+        threading.Thread(
+            target=notice.run, args=(stop, options.resync_period), name="notice", daemon=True
+        ).start()
     log.info(
         "started",
         extra={
