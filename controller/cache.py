@@ -40,7 +40,17 @@ from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
 Obj = dict[str, Any]
 Key = tuple[str, str]
 PAGE_SIZE = "500"
-_STUB_FIELDS = ("name", "namespace", "uid", "resourceVersion", "labels", "annotations")
+# ownerReferences: propagate-generated's owners are found through them, also while it is off
+# (controller.generated_notice).
+_STUB_FIELDS = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "labels",
+    "annotations",
+    "ownerReferences",
+)
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +211,8 @@ class Cache:
         # The resourceVersion each kind's list or watch has reached.
         self._positions: dict[str, str] = {}
         self._version = 0
+        # Per kind: grows with every change of that kind (for callers that memoise on one kind).
+        self._generations: dict[str, int] = {r.name: 0 for r in self.resources}
         self._stopping = False
         self._changed = threading.Condition()
         self._forest = Forest()
@@ -238,6 +250,11 @@ class Cache:
     def items(self, resource: str) -> list[Obj]:
         with self._changed:
             return list(self._objects[resource].values())
+
+    def generation(self, resource: str) -> int:
+        """A number that changes whenever an object of ``resource`` does."""
+        with self._changed:
+            return self._generations[resource]
 
     def get(self, resource: str, namespace: str, name: str) -> Obj | None:
         """One object as cached, or None; may be called while ``reading`` holds the cache."""
@@ -373,6 +390,7 @@ class Cache:
         return version
 
     def _bump(self, resource: str, keys: Iterable[Key]) -> None:
+        self._generations[resource] += 1
         if self._touched is not None:
             self._touched.setdefault(resource, set()).update(keys)
         self._version += 1

@@ -26,6 +26,7 @@ from controller import health, selfcheck
 from controller.applier import Applier
 from controller.cache import HRQS, Cache, mirrored, quota_resources
 from controller.events import Recorder
+from controller.generated_notice import GeneratedNotice
 from controller.leader import LeaderElector
 from controller.logs import setup_logging
 from controller.loop import Leadership, Loop
@@ -36,7 +37,12 @@ from controller.quotas import PERMISSIONS as QUOTA_PERMISSIONS
 from controller.quotas import Quotas
 from controller.sudoers import Sudoers, keeps_sudoers
 from controller.throttle import Throttle
-from controller.webhook_process import WebhookProcess, WebhookProcessError, WebhookSettings
+from controller.webhook_process import (
+    QuotaLease,
+    WebhookProcess,
+    WebhookProcessError,
+    WebhookSettings,
+)
 from controller.writes import Writer
 from libaccurate import __version__, quota, subnamespaces
 from libaccurate.config import (
@@ -161,9 +167,7 @@ def start(options: Options, stop: threading.Event) -> Controller:
         stop=stop,
     )
     applier = Applier(writer, metrics, options.workers)
-    owners = None
-    if options.propagate_generated:
-        owners = Owners(kube, discovery, throttle, stop, options.resync_period)
+    owners = Owners(kube, discovery, throttle, stop, options.resync_period)
     loop = Loop(
         cache,
         config,
@@ -172,18 +176,23 @@ def start(options: Options, stop: threading.Event) -> Controller:
         metrics,
         Leadership(is_leader, elector.wait_until_leader if elector else lambda _: True),
         options.resync_period,
-        owners,
+        owners if options.propagate_generated else None,
         Sudoers(kube) if any(keeps_sudoers(w) for w in watched) else None,
         Quotas(kube, cache, recorder) if hierarchical else None,
     )
     loop_thread = threading.Thread(target=loop.run, args=(stop,), name="loop", daemon=True)
     controller = Controller(stop, loop_thread, applier, elector)
-    controller.webhooks = _webhooks(options, config, hierarchical)
+    controller.webhooks = _webhooks(options, config, hierarchical, lease_namespace)
     controller.servers = _serve(options, cache, metrics, controller, is_leader)
     if elector is not None:
         threading.Thread(target=elector.run, args=(stop,), name="leader", daemon=True).start()
     cache.start(stop)
     loop_thread.start()
+    if not options.propagate_generated:
+        notice = GeneratedNotice(cache, watched, owners, recorder, writer.may_write)
+        threading.Thread(
+            target=notice.run, args=(stop, options.resync_period), name="notice", daemon=True
+        ).start()
     log.info(
         "started",
         extra={
@@ -195,7 +204,9 @@ def start(options: Options, stop: threading.Event) -> Controller:
     return controller
 
 
-def _webhooks(options: Options, config: Config, hierarchical: bool) -> WebhookProcess | None:
+def _webhooks(
+    options: Options, config: Config, hierarchical: bool, lease_namespace: str | None
+) -> WebhookProcess | None:
     """The admission and conversion webhooks, served by every replica, leader or not, from a
     process of their own (controller.webhook_process), so that no reconcile pass stalls them."""
     if options.webhook_addr == DISABLED:
@@ -209,6 +220,7 @@ def _webhooks(options: Options, config: Config, hierarchical: bool) -> WebhookPr
             allow_cascading_deletion=options.allow_cascading_deletion,
             tree_label_suffix=config.tree_label_suffix,
             hierarchical_quotas=hierarchical,
+            quota_lease=_quota_lease(options, lease_namespace) if hierarchical else None,
             resync_period=options.resync_period,
             request_timeout=REQUEST_TIMEOUT,
             user_agent=f"{PROGRAM}/{__version__}",
@@ -221,6 +233,21 @@ def _webhooks(options: Options, config: Config, hierarchical: bool) -> WebhookPr
     except WebhookProcessError as error:
         raise StartupError(str(error)) from error
     return webhooks
+
+
+def _quota_lease(options: Options, lease_namespace: str | None) -> QuotaLease | None:
+    """With leader election, the webhook processes hold a Lease of their own to decide
+    hierarchical quotas one at a time (controller.quota_authority)."""
+    if lease_namespace is None:
+        return None
+    return QuotaLease(
+        lease_namespace,
+        f"{options.leader_election_id}-quota",
+        options.lease_duration,
+        options.renew_deadline,
+        options.retry_period,
+        os.environ.get("POD_NAME") or None,
+    )
 
 
 def _lease_namespace(options: Options) -> str | None:

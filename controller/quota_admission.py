@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from controller.cache import HRQ_QUOTAS, HRQS, Cache
-from controller.reviews import admission_request, admission_response
+from controller.reviews import admission_request, admission_response, unavailable
 from libaccurate import quota
 from libaccurate.admission import ALLOWED, UPDATE, Verdict
 from libaccurate.forest import Forest
@@ -37,6 +37,11 @@ RECOUNTERS = frozenset(
     }
 )
 
+NOT_DECIDING = (
+    "this replica does not decide hierarchical quotas now (another holds the quota Lease); "
+    "try again"
+)
+
 log = logging.getLogger(__name__)
 
 
@@ -44,22 +49,31 @@ class QuotaReviews:
     """The status-update verdicts and the ledger they share; safe to call from many threads."""
 
     def __init__(
-        self, cache: Cache, kube: Kube, clock: Callable[[], float] = time.monotonic
+        self,
+        cache: Cache,
+        kube: Kube,
+        deciding: Callable[[], bool] = lambda: True,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._cache = cache
         self._kube = kube
+        self._deciding = deciding
         self._clock = clock
         self._ledger = Ledger()
         self._lock = threading.Lock()
         # Parsed statuses by quota, with the resourceVersion they were parsed at.
         self._parsed: dict[quota.QuotaKey, Seen] = {}
+        # The HRQs as last parsed, and the cache generation they were parsed at.
+        self._hrqs: tuple[int, list[quota.Hrq]] = (-1, [])
 
     def validate_status(self, body: Any) -> Answer:
         request = admission_request(body, "", "ResourceQuota", needs_name=True)
         new, old = request.new or {}, request.old or {}
-        verdict = ALLOWED
-        if request.operation == UPDATE and request.user not in RECOUNTERS:
-            verdict = self._judge(new, old)
+        if request.operation != UPDATE or request.user in RECOUNTERS:
+            return admission_response(request, ALLOWED), True
+        if not self._deciding():
+            return unavailable(request, NOT_DECIDING), False
+        verdict = self._judge(new, old)
         return admission_response(request, verdict), verdict.allowed
 
     def _judge(self, new: Mapping[str, Any], old: Mapping[str, Any]) -> Verdict:
@@ -82,7 +96,7 @@ class QuotaReviews:
                 message = f"cannot check the hierarchical quota against the cluster: {error}"
                 return Verdict(False, message)
             with self._cache.reading() as forest:
-                hrqs, _ = quota.read_hrqs(self._cache.items(HRQS))
+                hrqs = self._current_hrqs()
                 hrq = next((h for h in hrqs if h.key == hrq_key), None)
                 if hrq is None:
                     return ALLOWED
@@ -107,8 +121,14 @@ class QuotaReviews:
     def _move_denial(self, name: str, parent: str | None, forest: Forest) -> str | None:
         """Why namespace ``name`` may not move under ``parent`` (``forest`` as it is, without
         the move), or None."""
-        hrqs, _ = quota.read_hrqs(self._cache.items(HRQS))
-        return quota.review_move(forest, hrqs, self._ledger, name, parent)
+        return quota.review_move(forest, self._current_hrqs(), self._ledger, name, parent)
+
+    def _current_hrqs(self) -> list[quota.Hrq]:
+        """The cached HRQs, parsed again only when one of them changed."""
+        generation = self._cache.generation(HRQS)
+        if self._hrqs[0] != generation:
+            self._hrqs = (generation, quota.read_hrqs(self._cache.items(HRQS))[0])
+        return self._hrqs[1]
 
     def _seen(self, key: quota.QuotaKey) -> Seen | None:
         """A cached quota's version and usage, parsed once per version."""
@@ -141,4 +161,6 @@ class QuotaReviews:
 
 def _used(obj: Mapping[str, Any]) -> dict[str, Quantity]:
     status = obj.get("status") or {}
+    if not isinstance(status, Mapping):
+        raise quota.QuotaError("status must be an object")
     return quota.read_resource_list(status.get("used"), "status.used")

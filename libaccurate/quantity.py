@@ -13,6 +13,7 @@ and the quota admission's ``prettyPrint``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -29,11 +30,23 @@ BAD_SUFFIX = "unable to parse quantity's suffix"
 
 _SHAPE = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")
 _EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)")
-_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in _DECIMAL.items()}
-_BINARY_SUFFIX = {0: "", **{exponent: suffix for suffix, exponent in _BINARY.items()}}
-_NANO = Fraction(1, 10**9)
+# The power of 2 or of 10 each suffix stands for.
+BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+DECIMAL_SUFFIXES = {
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "": 0,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
+}
+_DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in DECIMAL_SUFFIXES.items()}
+_BINARY_SUFFIX = {0: "", **{exponent: suffix for suffix, exponent in BINARY_SUFFIXES.items()}}
+NANOS = 10**9  # in one unit
 
 
 class QuantityError(ValueError):
@@ -42,13 +55,14 @@ class QuantityError(ValueError):
 
 @dataclass(frozen=True, order=False)
 class Quantity:
-    """An exact amount and the format it was written in, which decides how it is printed."""
+    """An exact amount and the format it was written in, which decides how it is printed.
+    Parsed amounts are whole numbers of nanos (parsing rounds up to one), and so are their sums."""
 
     value: Fraction
     format: str = DECIMAL_SI
 
     def __str__(self) -> str:
-        return _canonical(self.value, self.format)
+        return _canonical(_nanos(self.value), self.format)
 
     def __add__(self, other: Quantity) -> Quantity:
         # Quantity.Add: a zero takes the format of what is added to it.
@@ -88,31 +102,34 @@ def parse(text: str | int | float) -> Quantity:
     rounded up (away from zero) to one, and a binary amount below 1 is decimal."""
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         raise QuantityError(FORMAT_WRONG)
-    if isinstance(text, float):
-        text = repr(text)
-    text = str(text).strip()
+    return _parse_text(repr(text) if isinstance(text, float) else str(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Quantity:
+    """``parse`` of text; remembered, as the same few quantities are read on every write."""
+    text = text.strip()
     shape = _SHAPE.fullmatch(text)
     if not shape:
         raise QuantityError(FORMAT_WRONG)
     number, suffix = shape.groups()
     if number.count(".") > 1:  # parseQuantityString stops at the second dot
         raise QuantityError(FORMAT_WRONG)
-    digits = number.lstrip("+-")
-    value = Fraction(digits if digits != "." else "0")  # Go reads a lone "." as 0
-    if number.startswith("-"):
-        value = -value
-    if suffix in _BINARY:
-        fmt, value = BINARY_SI, value * 2 ** _BINARY[suffix]
-    elif suffix in _DECIMAL:
-        fmt, value = DECIMAL_SI, value * Fraction(10) ** _DECIMAL[suffix]
+    whole, _, fraction = number.lstrip("+-").partition(".")
+    mantissa = int(whole + fraction or "0")  # Go reads a lone "." as 0
+    scale = 9 - len(fraction)  # the power of ten that makes the mantissa nanos
+    if suffix in BINARY_SUFFIXES:
+        fmt, mantissa = BINARY_SI, mantissa << BINARY_SUFFIXES[suffix]
+    elif suffix in DECIMAL_SUFFIXES:
+        fmt, scale = DECIMAL_SI, scale + DECIMAL_SUFFIXES[suffix]
     elif exponent := _EXPONENT.fullmatch(suffix):
-        fmt, value = DECIMAL_EXPONENT, value * Fraction(10) ** int(exponent.group(1))
+        fmt, scale = DECIMAL_EXPONENT, scale + int(exponent.group(1))
     else:
         raise QuantityError(BAD_SUFFIX)
-    value = _round_up_to_nano(value)
-    if fmt == BINARY_SI and 0 < abs(value) < 1:
+    nanos = mantissa * 10**scale if scale >= 0 else -(-mantissa // 10**-scale)  # rounded up
+    if fmt == BINARY_SI and 0 < nanos < NANOS:
         fmt = DECIMAL_SI
-    return Quantity(value, fmt)
+    return Quantity(Fraction(-nanos if number.startswith("-") else nanos, NANOS), fmt)
 
 
 def canonical(text: str | int | float) -> str:
@@ -120,39 +137,44 @@ def canonical(text: str | int | float) -> str:
     return str(parse(text))
 
 
-def _round_up_to_nano(value: Fraction) -> Fraction:
-    scaled = abs(value) / _NANO
-    if scaled.denominator == 1:
-        return value
-    rounded = (scaled.numerator // scaled.denominator + 1) * _NANO
-    return rounded if value > 0 else -rounded
+def round_up(quantity: Quantity, exponent: int) -> Quantity:
+    """Quantity.RoundUp: to a whole number of 10**exponent, away from zero (the API server
+    rounds every ResourceList to milli-units, -3, and a claim's storage to bytes, 0)."""
+    step = Fraction(10) ** exponent
+    steps = quantity.value / step
+    whole = -(-abs(steps.numerator) // steps.denominator)
+    return Quantity(step * (whole if steps >= 0 else -whole), quantity.format)
 
 
-def _canonical(value: Fraction, fmt: str) -> str:
+def _nanos(value: Fraction) -> int:
+    """The amount in nanos, a finer one rounded up (away from zero) as parsing does."""
+    scaled = value * NANOS
+    whole = -(-abs(scaled.numerator) // scaled.denominator)
+    return whole if value >= 0 else -whole
+
+
+def _canonical(nanos: int, fmt: str) -> str:
     """CanonicalizeBytes: binary only for whole amounts of at least 1024 in magnitude,
     otherwise a mantissa without trailing zeros and an exponent that is a multiple of 3."""
-    if fmt == BINARY_SI and (abs(value) < 1024 or value.denominator != 1):
+    if fmt == BINARY_SI and (abs(nanos) < 1024 * NANOS or nanos % NANOS):
         fmt = DECIMAL_SI
     if fmt == BINARY_SI:
-        mantissa, exponent = int(value), 0
-        while mantissa != 0 and mantissa % 1024 == 0 and exponent < 60:
+        mantissa, exponent = nanos // NANOS, 0
+        while mantissa % 1024 == 0 and exponent < 60:
             mantissa, exponent = mantissa // 1024, exponent + 10
         return f"{mantissa}{_BINARY_SUFFIX[exponent]}"
-    mantissa, exponent = _decimal_parts(value)
+    mantissa, exponent = _decimal_parts(nanos)
     if fmt == DECIMAL_EXPONENT or exponent not in _DECIMAL_SUFFIX:
         return f"{mantissa}e{exponent}" if exponent else str(mantissa)
     return f"{mantissa}{_DECIMAL_SUFFIX[exponent]}"
 
 
-def _decimal_parts(value: Fraction) -> tuple[int, int]:
-    """``value`` as mantissa * 10**exponent, exponent a multiple of 3 and as large as it can
-    be with a whole mantissa (values are whole numbers of nanos, so this ends)."""
-    if value == 0:
+def _decimal_parts(nanos: int) -> tuple[int, int]:
+    """The amount as mantissa * 10**exponent, exponent a multiple of 3 and as large as it can
+    be with a whole mantissa."""
+    if nanos == 0:
         return 0, 0
-    exponent = 0
-    while value.denominator != 1:
-        value, exponent = value * 10, exponent - 1
-    mantissa = int(value)
+    mantissa, exponent = nanos, -9
     while mantissa % 10 == 0:
         mantissa, exponent = mantissa // 10, exponent + 1
     shift = exponent % 3

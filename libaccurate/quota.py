@@ -46,8 +46,9 @@ COUNT_SUBNAMESPACES = "count/subnamespaces.accurate.cybozu.com"
 LABEL_HRQ_NAMESPACE = "accurate.cybozu.com/hrq-namespace"
 ANNOTATION_HRQ = "accurate.cybozu.com/hrq"
 QUOTA_PREFIX = "hrq."
-# The limit of the ResourceQuotas kept for HRQs (1E): they count, the webhook judges.
-COUNTING_ONLY = Quantity(Fraction(10**18))
+# The limit of the ResourceQuotas kept for HRQs (1P): they count, the webhook judges. Not
+# higher: kube-apiserver refuses object counts of 9.3e15 and more (their milli value overflows).
+COUNTING_ONLY = Quantity(Fraction(10**15))
 _MAX_NAME = 253
 
 CONDITION_EXCEEDED = "Exceeded"

@@ -9,6 +9,7 @@ config the controller loads.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from accurate_testbed.manifests import MANIFESTS, render
 from accurate_testbed.waiting import wait_for
 from controller import options, quotas, selfcheck, sudoers
 from controller.health import parse_addr
+from controller.quota_authority import LABEL_AUTHORITY
 from controller.webhook import (
     CONVERT_PATH,
     MUTATE_SUBNAMESPACE_PATH,
@@ -41,9 +43,16 @@ from libaccurate.constants import (
     SUBNAMESPACE_PLURAL,
 )
 from libaccurate.network.kube import ConnectionOptions, Kube
+from scripts import render_manifests
 from tests.e2e.webhooks import connect, kubectl
 
 DIRECTORIES = sorted(path.parent for path in MANIFESTS.glob("*/kustomization.yaml"))
+# The CRD and RBAC files not rendered from the chart: an example of what the controller needs
+# for the kinds of the example config's watches, which the chart takes from its values
+# (controller.additionalRBAC) rather than from a template.
+HAND_WRITTEN_RBAC = {MANIFESTS / "rbac" / "additional_resources.yaml"}
+# The Secret the Go Accurate's chart and manifests keep the serving certificate in.
+GO_SECRET = "webhook-server-cert"
 # The directories that install everything; the others are their parts.
 CERT_MANAGER = "cert-manager.io/v1"
 _ACCURATE_KEY = 'k.startsWith("accurate.cybozu.com/")'
@@ -181,8 +190,12 @@ def test_the_webhooks_call_exactly_the_paths_the_server_serves(install: Manifest
 def test_the_quota_webhook_sees_only_status_updates_of_the_quotas_kept_for_hrqs(
     install: Manifests,
 ) -> None:
+    """...through a Service of its own that reaches only the replica holding the quota Lease,
+    whose name the serving certificate covers, on the pod the Deployment tells its name."""
     kind, webhook = QUOTA.webhook(VALIDATE_QUOTA_STATUS_PATH)
-    service = install.one("Service")["metadata"]
+    service = QUOTA.one("Service")
+    pod = install.one("Deployment")["spec"]["template"]
+    env = {e["name"]: e for e in install.container["env"]}
 
     assert kind == "ValidatingWebhookConfiguration"
     assert _rules(webhook) == [("", "v1", "resourcequotas/status", ["UPDATE"])]
@@ -191,7 +204,14 @@ def test_the_quota_webhook_sees_only_status_updates_of_the_quotas_kept_for_hrqs(
     }
     assert webhook["failurePolicy"] == "Fail"
     reference = webhook["clientConfig"]["service"]
-    assert (reference["name"], reference["namespace"]) == (service["name"], service["namespace"])
+    metadata = service["metadata"]
+    assert (reference["name"], reference["namespace"]) == (metadata["name"], metadata["namespace"])
+    selector = dict(service["spec"]["selector"])
+    assert selector.pop(LABEL_AUTHORITY) == "true"
+    assert selector.items() <= pod["metadata"]["labels"].items()
+    host = f"{metadata['name']}.{metadata['namespace']}.svc"
+    assert host in install.one("Certificate")["spec"]["dnsNames"]
+    assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
 
 
 def test_every_webhook_reaches_the_controller_through_its_service(install: Manifests) -> None:
@@ -317,7 +337,7 @@ def test_cert_manager_issues_the_certificate_the_controller_loads(install: Manif
     }
     host = f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
     assert host in certificate["spec"]["dnsNames"]
-    assert cert_volume["secret"]["secretName"] == certificate["spec"]["secretName"]
+    assert cert_volume["secret"]["secretName"] == certificate["spec"]["secretName"] == GO_SECRET
     assert sorted(obj["kind"] for obj in injected) == [
         "CustomResourceDefinition",
         "MutatingWebhookConfiguration",
@@ -325,6 +345,24 @@ def test_cert_manager_issues_the_certificate_the_controller_loads(install: Manif
     ]
     for obj in injected:
         assert obj["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == name
+
+
+def test_the_crd_and_rbac_are_the_charts_templates_rendered() -> None:
+    """One source for both (issue 30): scripts/render_manifests.py writes these files from the
+    chart, and every CRD and RBAC file is one of them or named as written by hand."""
+    rendered = render_manifests.render()
+    found = {
+        path
+        for directory in ("crd", "rbac", "sudo", "quota")
+        for path in (MANIFESTS / directory).glob("*.yaml")
+        if path.name not in ("kustomization.yaml", "webhook.yaml", "service.yaml")
+    }
+
+    assert found == set(rendered) | HAND_WRITTEN_RBAC
+    for path, text in rendered.items():
+        assert path.read_text(encoding="utf-8") == text, (
+            f"{path} is stale: run .venv/bin/python scripts/render_manifests.py"
+        )
 
 
 def test_the_deployment(install: Manifests) -> None:
@@ -586,7 +624,7 @@ def test_tenants_read_hrqs_and_may_change_neither_them_nor_the_quotas_kept_for_t
         return kubectl(cluster, "auth", "can-i", *question).stdout.strip() == "yes"
 
     for user in ("alice", "bob", "carol"):
-        wait_for(lambda user=user: can(user, "list"), 10, f"aggregation for {user}")
+        wait_for(functools.partial(can, user, "list"), 10, f"aggregation for {user}")
         for verb in ("create", "update", "patch", "delete"):
             assert not can(user, verb), (user, verb)
             assert not can(user, verb, "resourcequotas"), (user, verb)

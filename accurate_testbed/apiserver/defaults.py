@@ -56,19 +56,24 @@ def _undecodable(value: Any, go_type: str) -> ApiError:
 
 
 def _quantities(kind: str, lists: list[Any]) -> None:
-    """Read every quantity of these ResourceLists and write it back canonical, as decoding and
-    encoding a built-in object does (``cpu: 1.5`` is stored ``1500m``); text that is not a
-    quantity is the decoding error kube-apiserver answers."""
+    """Read every quantity of these ResourceLists and write it back canonical, as decoding,
+    defaulting (SetDefaults_ResourceList rounds up to milli-units) and encoding a built-in
+    object does (``cpu: 1.5`` is stored ``1500m``, ``1.0001`` is ``1001m``, names sorted); text
+    that is not a quantity is the decoding error kube-apiserver answers."""
     for resources in lists:
         if not isinstance(resources, dict):
             continue
-        for name, value in resources.items():
-            try:
-                resources[name] = quantity.canonical(value)
-            except quantity.QuantityError as error:
-                raise errors.bad_request(
-                    f'{kind} in version "v1" cannot be handled as a {kind}: {error}'
-                ) from error
+        try:
+            written = {
+                name: str(quantity.round_up(quantity.parse(value), -3))
+                for name, value in resources.items()
+            }
+        except quantity.QuantityError as error:
+            raise errors.bad_request(
+                f'{kind} in version "v1" cannot be handled as a {kind}: {error}'
+            ) from error
+        resources.clear()
+        resources.update(sorted(written.items()))  # Go writes a map's keys sorted
 
 
 def _requirements(holder: Any) -> list[Any]:

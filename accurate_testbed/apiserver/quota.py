@@ -9,7 +9,9 @@ the quota's resourceVersion, before the object is stored. That write is an ordin
 then the original request fails with that webhook's refusal, after three more tries), and a
 concurrent charge makes it a conflict, so the quota is read again and the request checked again:
 two writes racing for the last unit never both pass. Writes in one namespace are checked one at a
-time, as the plugin's per-namespace work queue does.
+time, as the plugin's per-namespace work queue does, and a request waits at most
+``EVALUATION_TIMEOUT`` for its check (then 500 ``resource quota evaluation timed out``, while the
+check goes on).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ APISERVER_USER: dict[str, Any] = {
 }
 _LOOPBACK_AGENT = "kube-apiserver/v1.32.0 (linux/amd64) kubernetes"
 _RETRIES = 3  # checkAttributes: e.checkQuotas(quotas, admissionAttributes, 3)
+EVALUATION_TIMEOUT = 10.0  # Evaluate: seconds a request waits for its quota check
 
 
 class QuotaAdmission:
@@ -55,10 +58,27 @@ class QuotaAdmission:
         evaluator = evaluator_for(resource.group, resource.plural)
         if evaluator is None or not evaluator.handles(attempt.operation):
             return
-        with self._lock(namespace):
-            quotas = self._quotas(namespace)
-            if quotas:
-                self._check(quotas, attempt, evaluator, _RETRIES)
+        if not self._quotas(namespace):
+            return  # nothing to charge (checkAttributes answers at once)
+        outcome: list[BaseException | None] = []
+
+        def work() -> None:
+            try:
+                with self._lock(namespace):
+                    quotas = self._quotas(namespace)
+                    if quotas:
+                        self._check(quotas, attempt, evaluator, _RETRIES)
+                outcome.append(None)
+            except BaseException as error:  # handed to the waiting request
+                outcome.append(error)
+
+        worker = threading.Thread(target=work, name="quota-evaluator", daemon=True)
+        worker.start()
+        worker.join(EVALUATION_TIMEOUT)
+        if not outcome:  # the work goes on, as the plugin's worker does, but the request fails
+            raise errors.internal_error("resource quota evaluation timed out")
+        if outcome[0] is not None:
+            raise outcome[0]
 
     def _lock(self, namespace: str) -> threading.Lock:
         with self._locks_lock:
@@ -101,8 +121,10 @@ class QuotaAdmission:
         assert resource is not None
         meta = quota["metadata"]
         loopback = Caller(APISERVER_USER, user_agent=_LOOPBACK_AGENT)
+        # What a status update reads of its body: the status, and the version it was made from.
+        body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": quota["status"]}
         self.api.update(
-            resource, meta["namespace"], meta["name"], quota, loopback, subresource="status"
+            resource, meta["namespace"], meta["name"], body, loopback, subresource="status"
         )
 
 

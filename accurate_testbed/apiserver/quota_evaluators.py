@@ -11,11 +11,9 @@ when it is created and when usage is recalculated.
 from __future__ import annotations
 
 import datetime
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from libaccurate import quantity
@@ -78,25 +76,16 @@ class Evaluator:
 
 # -- pods ----------------------------------------------------------------------------------------
 
-_POD_RESOURCES = frozenset(
-    {
-        "count/pods",
-        "cpu",
-        "memory",
-        "ephemeral-storage",
-        "requests.cpu",
-        "requests.memory",
-        "requests.ephemeral-storage",
-        "limits.cpu",
-        "limits.memory",
-        "limits.ephemeral-storage",
-        "pods",
-    }
-)
 # Quota on these makes every container say how much it wants (a mistake kept for compatibility).
-_MUST_SPECIFY = frozenset(
+MUST_SPECIFY = frozenset(
     {"cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"}
 )
+POD_COMPUTE = MUST_SPECIFY | {
+    "ephemeral-storage",
+    "requests.ephemeral-storage",
+    "limits.ephemeral-storage",
+}
+_POD_RESOURCES = POD_COMPUTE | {"count/pods", "pods"}
 _TERMINAL = ("Succeeded", "Failed")
 
 
@@ -104,7 +93,7 @@ def _is_native(name: str) -> bool:
     return "/" not in name or "kubernetes.io/" in name
 
 
-def _is_extended(name: str) -> bool:
+def is_extended(name: str) -> bool:
     """helper.IsExtendedResourceName: a domain-qualified, non-kubernetes.io resource."""
     if _is_native(name) or name.startswith(_REQUESTS):
         return False
@@ -122,7 +111,7 @@ def _compute_usage(requests: Mapping[str, Quantity], limits: Mapping[str, Quanti
     for name, request in requests.items():
         if name.startswith("hugepages-"):
             result[name] = result[_REQUESTS + name] = request
-        if _is_extended(name):
+        if is_extended(name):
             result[_REQUESTS + name] = request
     return result
 
@@ -263,7 +252,7 @@ class Pods(Evaluator):
 
     def constraints(self, required: Iterable[str], obj: Obj) -> str | None:
         """Constraints: ``must specify limits.cpu for: a,b; requests.memory for: a``."""
-        wanted = set(required) & _MUST_SPECIFY
+        wanted = set(required) & MUST_SPECIFY
         missing: dict[str, set[str]] = {}
         spec = obj.get("spec") or {}
         for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
@@ -360,9 +349,7 @@ def _storage(claim: Obj) -> Quantity | None:
         return None
     if "storage" in allocated and wanted < allocated["storage"]:
         wanted = allocated["storage"]
-    if wanted.value.denominator == 1:
-        return wanted
-    return Quantity(Fraction(math.ceil(wanted.value)), wanted.format)
+    return quantity.round_up(wanted, 0)
 
 
 _SPECIAL: dict[tuple[str, str], Evaluator] = {

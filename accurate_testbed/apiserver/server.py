@@ -94,9 +94,11 @@ class ApiServer:
                 Termination(self.api),
                 GarbageCollector(self.api),
                 ClusterRoleAggregation(self.api),
-                QuotaController(self.api),
             ],
         )
+        # Its own loop, as it runs in kube-controller-manager: its status writes pass through
+        # admission webhooks, and a slow webhook must not hold namespace deletion up.
+        self.quota_controller = BackgroundLoop(self.store, [QuotaController(self.api)])
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
@@ -111,12 +113,14 @@ class ApiServer:
         self.reset()
         self._thread.start()
         self.controllers.start()
+        self.quota_controller.start()
         return self
 
     def stop(self) -> None:
         self._stopping.set()
         self.store.wake()
         self.controllers.stop()
+        self.quota_controller.stop()
         self.httpd.shutdown()
         self.httpd.server_close()
 

@@ -12,21 +12,22 @@ the tests run unchanged against a real cluster (ACCURATE_TEST_KUBECONFIG).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
 from typing import Any
 
 import pytest
-import trustme
 from kubernetes import client as k8s_client
 
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.kubectl import kubectl
 from accurate_testbed.tests.helpers import error_of, request
 from accurate_testbed.tests.test_custom import GROUP, collection, widgets  # noqa: F401
+from accurate_testbed.tests.test_webhooks import webhook  # noqa: F401
 from accurate_testbed.tests.webhook_server import WebhookServer, allow, denied
 from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 
 PAUSE = "registry.k8s.io/pause:3.9"
+MERGE = "application/merge-patch+json"
 
 
 def quotas(ns: str, name: str = "") -> str:
@@ -90,10 +91,15 @@ def used(cluster: Cluster, ns: str, name: str = "q") -> dict[str, str]:
 
 
 def refusal(
-    cluster: Cluster, method: str, path: str, body: Any, query: list | None = None
+    cluster: Cluster,
+    method: str,
+    path: str,
+    body: Any,
+    query: list | None = None,
+    content_type: str = "application/json",
 ) -> dict[str, Any]:
     with pytest.raises(k8s_client.ApiException) as refused:
-        request(cluster.api_client, method, path, body, query=query)
+        request(cluster.api_client, method, path, body, content_type, query=query)
     return error_of(refused.value)
 
 
@@ -125,14 +131,27 @@ def forbidden(resource: str, name: str, why: str) -> dict[str, Any]:
 
 def test_status_mirrors_hard_and_counts_usage_in_canonical_quantities(cluster: Cluster) -> None:
     """resource.Quantity is stored in canonical form (``1.5`` is ``1500m``, ``1024Mi`` is
-    ``1Gi``, ``1e3`` keeps its exponent); syncResourceQuota copies spec.hard to status.hard and
-    starts each used at ``0``."""
+    ``1Gi``, ``1e3`` keeps its exponent) after SetDefaults_ResourceList rounded it up to
+    milli-units; syncResourceQuota copies spec.hard to status.hard and starts each used at
+    ``0``."""
     ns = quota_namespace(cluster)
-    hard = {"cpu": 1.5, "requests.memory": "1024Mi", "limits.cpu": "2000m", "secrets": "1e3"}
+    hard = {
+        "cpu": 1.5,
+        "requests.memory": "1024Mi",
+        "limits.cpu": "2000m",
+        "requests.cpu": "0.0001",
+        "secrets": "1e3",
+    }
 
     quota = make_quota(cluster, ns, hard)
 
-    canonical = {"cpu": "1500m", "requests.memory": "1Gi", "limits.cpu": "2", "secrets": "1e3"}
+    canonical = {
+        "cpu": "1500m",
+        "requests.memory": "1Gi",
+        "limits.cpu": "2",
+        "requests.cpu": "1m",
+        "secrets": "1e3",
+    }
     assert quota["spec"]["hard"] == canonical
     assert quota["status"] == {"hard": canonical, "used": dict.fromkeys(canonical, "0")}
 
@@ -150,6 +169,114 @@ def test_a_quantity_that_does_not_parse_is_a_decoding_error(cluster: Cluster) ->
         'ResourceQuota in version "v1" cannot be handled as a ResourceQuota: '
         "quantities must match the regular expression "
         "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )
+
+
+def selecting(scope: str, operator: str, values: list[str] | None = None) -> dict:
+    requirement = {"scopeName": scope, "operator": operator}
+    return {"matchExpressions": [{**requirement, **({"values": values} if values else {})}]}
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        (
+            {"hard": {"foo": "1"}},
+            "[spec.hard[foo]: Invalid value: foo: must be a standard resource type or fully "
+            "qualified, spec.hard[foo]: Invalid value: foo: must be a standard resource for "
+            "quota]",
+        ),
+        (
+            {"hard": {"storage": "1Gi"}},
+            "spec.hard[storage]: Invalid value: storage: must be a standard resource for quota",
+        ),
+        (
+            {"hard": {"pods": "-1"}},
+            'spec.hard[pods]: Invalid value: "-1": must be greater than or equal to 0',
+        ),
+        (
+            {"hard": {"cpu": "1"}, "scopes": ["BestEffort"]},
+            'spec.scopes: Invalid value: []core.ResourceQuotaScope{"BestEffort"}: unsupported '
+            "scope applied to resource",
+        ),
+        (
+            {"hard": {"pods": "1"}, "scopes": ["Terminating", "NotTerminating"]},
+            'spec.scopes: Invalid value: []core.ResourceQuotaScope{"Terminating", '
+            '"NotTerminating"}: conflicting scopes',
+        ),
+        (
+            {"hard": {"pods": "1"}, "scopeSelector": selecting("PriorityClass", "In")},
+            "spec.scopeSelector.matchExpressions.values: Required value: must be at least one "
+            "value when `operator` is 'In' or 'NotIn' for scope selector",
+        ),
+        (
+            {"hard": {"pods": "1"}, "scopeSelector": selecting("BestEffort", "In", ["x"])},
+            "spec.scopeSelector.matchExpressions.operator: Invalid value: \"In\": must be 'Exists' "
+            "when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, "
+            "ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or "
+            "ResourceQuotaScopeCrossNamespacePodAffinity",
+        ),
+        (
+            {"hard": {"pods": "1"}, "scopeSelector": selecting("PriorityClass", "Exists", ["x"])},
+            'spec.scopeSelector.matchExpressions.values: Invalid value: []string{"x"}: must be '
+            "no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",
+        ),
+        (
+            {"hard": {"cpu": "1"}, "scopeSelector": selecting("BestEffort", "Exists")},
+            "spec.scopeSelector.matchExpressions: Invalid value: core.ScopeSelector{"
+            "MatchExpressions:[]core.ScopedResourceSelectorRequirement{"
+            'core.ScopedResourceSelectorRequirement{ScopeName:"BestEffort", Operator:"Exists", '
+            "Values:[]string(nil)}}}: unsupported scope applied to resource",
+        ),
+        (
+            {"hard": {"pods": "1500m"}},
+            "spec.hard[pods]: Invalid value: resource.Quantity{i:resource.int64Amount{"
+            'value:1500, scale:-3}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:"1500m", '
+            'Format:"DecimalSI"}: must be an integer',
+        ),
+        (
+            {"hard": {"count/secrets": "1E"}},
+            "spec.hard[count/secrets]: Invalid value: resource.Quantity{i:resource.int64Amount{"
+            'value:1, scale:18}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:"1E", '
+            'Format:"DecimalSI"}: must be an integer',
+        ),
+    ],
+    ids=[
+        "unknown",
+        "storage",
+        "negative",
+        "scope for pods only",
+        "conflicting scopes",
+        "selector without values",
+        "selector operator",
+        "selector values",
+        "selector scope for pods only",
+        "not whole",
+        "too large to count in millis",
+    ],
+)
+def test_an_invalid_quota_is_refused(cluster: Cluster, spec: dict, said: str) -> None:
+    """ValidateResourceQuota (pkg/apis/core/validation/validation.go)."""
+    ns = cluster.namespace("quota")
+
+    status = refusal(cluster, "POST", quotas(ns), {"metadata": {"name": "q"}, "spec": spec})
+
+    assert (status["code"], status["reason"]) == (422, "Invalid")
+    assert status["message"] == f'ResourceQuota "q" is invalid: {said}'
+
+
+def test_scopes_may_not_change(cluster: Cluster) -> None:
+    """ValidateResourceQuotaUpdate."""
+    ns = cluster.namespace("quota")
+    body = {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "1"}, "scopes": ["BestEffort"]}}
+    request(cluster.api_client, "POST", quotas(ns), body)
+    patch = {"spec": {"scopes": ["NotBestEffort"]}}
+
+    status = refusal(cluster, "PATCH", quotas(ns, "q"), patch, content_type=MERGE)
+
+    assert status["message"] == (
+        'ResourceQuota "q" is invalid: spec.scopes: Invalid value: '
+        '[]core.ResourceQuotaScope{"NotBestEffort"}: field is immutable'
     )
 
 
@@ -334,13 +461,7 @@ def test_services_count_node_ports_and_load_balancers_also_on_update(cluster: Cl
     request(cluster.api_client, "POST", core(ns, "services"), svc)
 
     patch = {"spec": {"type": "NodePort"}}
-    request(
-        cluster.api_client,
-        "PATCH",
-        core(ns, "services", "web"),
-        patch,
-        "application/merge-patch+json",
-    )
+    request(cluster.api_client, "PATCH", core(ns, "services", "web"), patch, MERGE)
     assert used(cluster, ns) == {
         "services": "1",
         "services.nodeports": "2",
@@ -365,13 +486,23 @@ def test_any_resource_is_counted_by_count_slash_resource_dot_group(
     (Evaluate: generic.NewObjectCountEvaluator)."""
     ns = quota_namespace(cluster)
     name = f"count/{widgets}.{GROUP}"
-    make_quota(cluster, ns, {name: "1", "count/deployments.apps": "0"})
+    make_quota(cluster, ns, {name: "1", "count/deployments.apps": "1"})
     request(
         cluster.api_client,
         "POST",
         collection(ns, widgets),
         {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w1"}},
     )
+    labels = {"app": "idle"}
+    deployment = {
+        "metadata": {"name": "idle"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container("c")]}},
+        },
+    }
+    request(cluster.api_client, "POST", f"/apis/apps/v1/namespaces/{ns}/deployments", deployment)
 
     body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w2"}}
     status = refusal(cluster, "POST", collection(ns, widgets), body)
@@ -381,7 +512,7 @@ def test_any_resource_is_counted_by_count_slash_resource_dot_group(
         f"used: {name}=1, limited: {name}=1"
     )
     assert status["details"] == {"name": "w2", "group": GROUP, "kind": widgets}
-    assert used(cluster, ns) == {name: "1", "count/deployments.apps": "0"}
+    assert used(cluster, ns) == {name: "1", "count/deployments.apps": "1"}
 
 
 def test_a_dry_run_is_checked_but_not_charged(cluster: Cluster) -> None:
@@ -433,15 +564,7 @@ def test_concurrent_creates_for_the_last_unit_let_exactly_one_through(cluster: C
 # -- the status update goes through admission ----------------------------------------------------
 
 
-@pytest.fixture
-def webhook(cluster: Cluster) -> Iterator[WebhookServer]:
-    server = WebhookServer(trustme.CA())
-    yield server
-    cluster.withdraw_webhooks()
-    server.close()
-
-
-def watch_quota_status(cluster: Cluster, server: WebhookServer, ns: str) -> str:
+def watch_quota_status(cluster: Cluster, server: WebhookServer, ns: str, timeout: int = 5) -> str:
     """A validating webhook on UPDATE of resourcequotas/status in ``ns`` only; its name."""
     name = cluster.unique("quota-status")
     hook = {
@@ -458,7 +581,7 @@ def watch_quota_status(cluster: Cluster, server: WebhookServer, ns: str) -> str:
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
         "sideEffects": "None",
         "admissionReviewVersions": ["v1"],
-        "timeoutSeconds": 5,
+        "timeoutSeconds": timeout,
     }
     body = {"metadata": {"name": name, "labels": cluster.labels}, "webhooks": [hook]}
     path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
@@ -467,7 +590,8 @@ def watch_quota_status(cluster: Cluster, server: WebhookServer, ns: str) -> str:
 
 
 def test_the_charge_is_a_status_update_by_the_apiserver_that_webhooks_see(
-    cluster: Cluster, webhook: WebhookServer
+    cluster: Cluster,
+    webhook: WebhookServer,  # noqa: F811
 ) -> None:
     """UpdateQuotaStatus goes through the loopback client: an ordinary UPDATE of
     resourcequotas/status, by ``system:apiserver`` (group ``system:masters``), carrying the
@@ -492,7 +616,8 @@ def test_the_charge_is_a_status_update_by_the_apiserver_that_webhooks_see(
 
 
 def test_a_webhook_refusing_the_status_update_fails_the_request_with_its_refusal(
-    cluster: Cluster, webhook: WebhookServer
+    cluster: Cluster,
+    webhook: WebhookServer,  # noqa: F811
 ) -> None:
     """checkQuotas retries a failed status update three times (re-reading the quota), then
     fails the request with the last error, which the loopback client decoded from the
@@ -525,6 +650,32 @@ def test_a_webhook_refusing_the_status_update_fails_the_request_with_its_refusal
     assert used(cluster, ns) == {"secrets": "0"}
 
 
+def test_a_quota_check_that_takes_too_long_fails_the_request_but_goes_on(
+    cluster: Cluster,
+    webhook: WebhookServer,  # noqa: F811
+) -> None:
+    """Evaluate waits 10 seconds for the check, then answers NewInternalError; the worker goes
+    on, so a slow status update that is let through still charges the quota for an object that
+    was never stored (the controller's next full recount gives it back)."""
+    ns = quota_namespace(cluster)
+    make_quota(cluster, ns, {"secrets": "3"})
+
+    def slow(review: dict[str, Any]) -> dict[str, Any]:
+        if review["userInfo"]["username"] == "system:apiserver":
+            time.sleep(12)
+        return allow(review)
+
+    webhook.answer = slow
+    watch_quota_status(cluster, webhook, ns, timeout=20)
+
+    status = refusal(cluster, "POST", core(ns, "secrets"), {"metadata": {"name": "a"}})
+
+    assert (status["code"], status["reason"]) == (500, "InternalError")
+    assert status["message"] == "Internal error occurred: resource quota evaluation timed out"
+    assert not _exists(cluster, core(ns, "secrets", "a"))
+    wait_for(lambda: used(cluster, ns) == {"secrets": "1"}, 30, "the late charge")
+
+
 # -- the quota controller ------------------------------------------------------------------------
 
 
@@ -544,7 +695,7 @@ def test_usage_is_given_back_after_a_delete_and_hard_follows_spec(cluster: Clust
     request(cluster.api_client, "DELETE", core(ns, "secrets", "a"))
     wait_for(lambda: used(cluster, ns) == {"secrets": "0"}, CONTROLLER_TIMEOUT, "usage given back")
     patch = {"spec": {"hard": {"secrets": "2", "services": "4"}}}
-    request(cluster.api_client, "PATCH", quotas(ns, "q"), patch, "application/merge-patch+json")
+    request(cluster.api_client, "PATCH", quotas(ns, "q"), patch, MERGE)
 
     quota = wait_for(
         lambda: counted(cluster, ns, "q") if "services" in used(cluster, ns) else None,
@@ -595,16 +746,24 @@ def test_kubectl_get_quota_prints_used_over_hard(cluster: Cluster) -> None:
     assert cells[2].rstrip().endswith("limits.memory: 0/2Gi")
 
 
-def test_kubectl_describe_quota_lists_used_and_hard(cluster: Cluster) -> None:
+def test_kubectl_create_and_describe_quota(cluster: Cluster) -> None:
+    """``kubectl create quota`` sends a protobuf body; ``describe`` lists scopes and used/hard."""
     ns = quota_namespace(cluster)
-    make_quota(cluster, ns, {"secrets": "4"})
+    created = kubectl(
+        cluster.kubeconfig,
+        *("-n", ns, "create", "quota", "q", "--hard=pods=4,cpu=1.5", "--scopes=NotTerminating"),
+    )
+    assert created.returncode == 0, created.stderr
+    wait_for(lambda: counted(cluster, ns, "q"), CONTROLLER_TIMEOUT, "the quota to be counted")
 
     result = kubectl(cluster.kubeconfig, "-n", ns, "describe", "quota", "q")
 
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines()]
+    assert ["Scopes:", "NotTerminating"] in rows
     assert ["Resource", "Used", "Hard"] in rows
-    assert ["secrets", "0", "4"] in rows
+    assert ["cpu", "0", "1500m"] in rows
+    assert ["pods", "0", "4"] in rows
 
 
 def test_discovery_lists_resourcequotas_and_their_status(cluster: Cluster) -> None:

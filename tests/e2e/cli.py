@@ -32,6 +32,7 @@ from libaccurate.constants import (
     LABEL_PARENT,
     LABEL_TEMPLATE,
     LABEL_TYPE,
+    PROPAGATE_UPDATE,
     TYPE_ROOT,
     TYPE_TEMPLATE,
 )
@@ -159,6 +160,26 @@ class World:
             for sub in self.kube.list_objects(subnamespaces.path(name)).get("items") or []:
                 found[f"{name}/{sub['metadata']['name']}"] = sub["metadata"]["resourceVersion"]
         return found
+
+
+TENANT_GRANT = "tenant-admin"
+
+
+def tenant_grant(root: str, user: str) -> dict[str, Any]:
+    """The RoleBinding that makes ``user`` a tenant: ``admin`` in ``root``, annotated to be
+    copied into every namespace below it."""
+    rbac = "rbac.authorization.k8s.io"
+    return {
+        "apiVersion": f"{rbac}/v1",
+        "kind": "RoleBinding",
+        "metadata": {
+            "name": TENANT_GRANT,
+            "namespace": root,
+            "annotations": {ANNOTATION_PROPAGATE: PROPAGATE_UPDATE},
+        },
+        "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "admin"},
+        "subjects": [{"apiGroup": rbac, "kind": "User", "name": user}],
+    }
 
 
 def install_subnamespace_roles(cluster: Cluster, kube: Kube) -> None:

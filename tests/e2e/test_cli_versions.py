@@ -62,9 +62,10 @@ class Crds:
             pytest.skip("the cluster has its own SubNamespace CRD, which these tests would replace")
         world.cluster.on_cleanup(self.remove)
 
-    def install(self, *served: str) -> None:
+    def install(self, *served: str, crd: dict[str, Any] | None = None) -> None:
+        """Install ``crd`` (by default ours serving only ``served``), which serves ``served``."""
         self.remove()
-        self.kube.create(CRDS, crd_serving(*served))
+        self.kube.create(CRDS, crd or crd_serving(*served))
         listings = [subnamespaces.path(version=v) for v in served]
         wait_for(lambda: all(self.exists(p) for p in listings), 30, f"SubNamespaces {served}")
 

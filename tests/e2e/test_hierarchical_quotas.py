@@ -9,8 +9,10 @@ quota webhook is registered from controller/config/quota as a real install would
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 import threading
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,14 @@ from accurate_testbed.manifests import MANIFESTS, render
 from accurate_testbed.processes import Process, free_port
 from accurate_testbed.waiting import wait_for
 from libaccurate import quota
-from libaccurate.constants import ANNOTATION_PROPAGATE, LABEL_PARENT, LABEL_TYPE, PROPAGATE_UPDATE
+from libaccurate.constants import LABEL_PARENT, LABEL_TYPE
 from libaccurate.network.kube import resource_path
-from tests.e2e.cli import install_cluster_roles, install_subnamespace_roles, run_plugin
+from tests.e2e.cli import (
+    install_cluster_roles,
+    install_subnamespace_roles,
+    run_plugin,
+    tenant_grant,
+)
 from tests.e2e.controller import Controllers, Scene
 from tests.e2e.webhooks import REGISTRATION_TIMEOUT, connect, register_webhooks
 
@@ -35,7 +42,6 @@ RBAC = "rbac.authorization.k8s.io"
 CONFIG = {"watches": [{"group": RBAC, "version": "v1", "kind": "RoleBinding"}]}
 CRDS = resource_path("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 WEBHOOK = "hrq.quota.accurate.cybozu.com"
-GRANT = "tenant-admin"
 
 
 @pytest.fixture
@@ -95,13 +101,23 @@ class Team:
             f"HRQ {namespace}/{name} to say it uses {wanted}",
         )
 
-    def counted(self, namespace: str, hrq: tuple[str, str]) -> None:
-        """Wait until kube-apiserver counts ``namespace`` for the HRQ (its quota has a status)."""
-        path = resource_path("", "v1", "resourcequotas", namespace, quota.quota_name(hrq))
-        self.scene.wait(
-            lambda: "used" in ((self.scene.get(path) or {}).get("status") or {}),
-            f"namespace {namespace} to be counted for {hrq[0]}/{hrq[1]}",
-        )
+    def counted(self, hrq: tuple[str, str], *namespaces: str) -> None:
+        """Wait until kube-apiserver counts each of ``namespaces`` for the HRQ (their quota for
+        it has a status)."""
+        for namespace in namespaces:
+            path = resource_path("", "v1", "resourcequotas", namespace, quota.quota_name(hrq))
+            self.scene.wait(
+                lambda path=path: "used" in ((self.scene.get(path) or {}).get("status") or {}),
+                f"namespace {namespace} to be counted for {hrq[0]}/{hrq[1]}",
+            )
+
+    def tree(self, name: str, *prefixes: str, scope: Any = None, **hard: str) -> list[str]:
+        """An HRQ ``name`` in the root and sub-namespaces of the root, all counted for it; the
+        sub-namespaces' names."""
+        self.hrq(self.root, name, scope, **hard)
+        subs = [self.sub(self.root, prefix) for prefix in prefixes]
+        self.counted((self.root, name), self.root, *subs)
+        return subs
 
     def sub(self, parent: str, prefix: str) -> str:
         name = self.scene.subnamespace(parent, prefix)
@@ -156,19 +172,7 @@ def team(
     install_cluster_roles(scene.cluster, scene.kube, tenant_roles)
     user = scene.name("alice")
     root = scene.root("team")
-    scene.apply(
-        {
-            "apiVersion": f"{RBAC}/v1",
-            "kind": "RoleBinding",
-            "metadata": {
-                "name": GRANT,
-                "namespace": root,
-                "annotations": {ANNOTATION_PROPAGATE: PROPAGATE_UPDATE},
-            },
-            "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "admin"},
-            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user}],
-        }
-    )
+    scene.apply(tenant_grant(root, user))
     made = Team(scene, controllers, flags, running, user, root)
     scene.wait(lambda: made._granted(root), "the tenant's rights in the root")
     scene.wait(lambda: made._reads_hrqs(root), "the tenant's right to read HRQs")
@@ -192,10 +196,7 @@ def test_a_pod_is_refused_in_the_third_sub_namespace_once_the_roots_hrq_is_spent
     team: Team,
 ) -> None:
     root = team.root
-    team.hrq(root, "compute", pods="2")
-    first, second, third = (team.sub(root, p) for p in ("a", "b", "c"))
-    for namespace in (root, first, second, third):
-        team.counted(namespace, (root, "compute"))
+    first, second, third = team.tree("compute", "a", "b", "c", pods="2")
 
     created(team.pod(first))
     created(team.pod(second))
@@ -214,10 +215,7 @@ def test_usage_is_released_when_a_namespace_is_moved_out_or_its_pods_deleted(
     team: Team,
 ) -> None:
     root = team.root
-    team.hrq(root, "compute", pods="2")
-    moving, staying = team.sub(root, "moving"), team.sub(root, "staying")
-    for namespace in (root, moving, staying):
-        team.counted(namespace, (root, "compute"))
+    moving, staying = team.tree("compute", "moving", "staying", pods="2")
     created(team.pod(moving))
     created(team.pod(staying, "one"))
     refused(team.pod(staying, "two"), "used: pods=2")
@@ -231,34 +229,33 @@ def test_usage_is_released_when_a_namespace_is_moved_out_or_its_pods_deleted(
 
 
 def test_concurrent_creates_in_sibling_namespaces_against_the_last_unit(team: Team) -> None:
+    """Eight creates at once, two in each of four siblings: exactly one gets the last unit."""
     root = team.root
-    team.hrq(root, "compute", pods="1")
-    siblings = [team.sub(root, f"s{i}") for i in range(4)]
-    for namespace in (root, *siblings):
-        team.counted(namespace, (root, "compute"))
+    siblings = team.tree("compute", *(f"s{i}" for i in range(4)), pods="1")
     results: list[subprocess.CompletedProcess[str]] = []
     lock = threading.Lock()
 
-    def create(namespace: str) -> None:
-        result = team.pod(namespace, "race")
+    def create(namespace: str, prefix: str) -> None:
+        result = team.pod(namespace, prefix)
         with lock:
             results.append(result)
 
-    threads = [threading.Thread(target=create, args=(n,)) for n in siblings]
+    threads = [
+        threading.Thread(target=create, args=(namespace, f"race{i}"))
+        for i in range(2)
+        for namespace in siblings
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert sorted(r.returncode for r in results) == [0, 1, 1, 1], [r.stderr for r in results]
+    assert sorted(r.returncode for r in results) == [0] + [1] * 7, [r.stderr for r in results]
     team.wait_used(root, "compute", pods="1")
 
 
 def test_sub_create_stops_at_the_sub_namespace_cap_with_the_hrqs_message(team: Team) -> None:
     root = team.root
-    team.hrq(root, "tree", **{"count/subnamespaces.accurate.cybozu.com": "2"})
-    first = team.sub(root, "a")
-    team.counted(root, (root, "tree"))
-    team.counted(first, (root, "tree"))
+    (first,) = team.tree("tree", "a", **{"count/subnamespaces.accurate.cybozu.com": "2"})
     grandchild = team.scene.name("aa")
     done = run_plugin(
         "sub",
@@ -291,10 +288,8 @@ def test_decimal_quantities_and_nested_hrqs_two_deep(team: Team) -> None:
     leaf = team.sub(middle, "app")
     team.hrq(root, "cpu", requests_cpu="1.5")
     team.hrq(middle, "cpu", requests_cpu="1")
-    for namespace in (root, middle, leaf):
-        team.counted(namespace, (root, "cpu"))
-    for namespace in (middle, leaf):
-        team.counted(namespace, (middle, "cpu"))
+    team.counted((root, "cpu"), root, middle, leaf)
+    team.counted((middle, "cpu"), middle, leaf)
 
     created(team.pod(leaf, "a", cpu="500m"))
     created(team.pod(middle, "b", cpu="0.5"))
@@ -313,19 +308,16 @@ def test_decimal_quantities_and_nested_hrqs_two_deep(team: Team) -> None:
 
 
 def test_a_move_into_a_full_subtree_is_refused_with_nothing_written(team: Team) -> None:
-    root, scene = team.root, team.scene
-    team.hrq(root, "compute", pods="2")
-    full = team.sub(root, "full")
-    for namespace in (root, full):
-        team.counted(namespace, (root, "compute"))
+    scene = team.scene
+    (full,) = team.tree("compute", "full", pods="2")
     created(team.pod(full, "one"))
     created(team.pod(full, "two"))
     other = scene.root("other")
     team.hrq(other, "own", pods="5")
-    team.counted(other, (other, "own"))
+    team.counted((other, "own"), other)
     scene.kubectl("run", scene.name("busy"), "--image=nginx", "-n", other)
     team.wait_used(other, "own", pods="1")
-    before = scene.ns(other)["metadata"]["resourceVersion"]
+    before = (scene.ns(other) or {})["metadata"]["resourceVersion"]
 
     moved = kubectl(
         scene.cluster.kubeconfig,
@@ -341,15 +333,12 @@ def test_a_move_into_a_full_subtree_is_refused_with_nothing_written(team: Team) 
         moved.stderr
     )
     assert "requested: pods=1, used: pods=2, limited: pods=2" in moved.stderr
-    assert scene.ns(other)["metadata"]["resourceVersion"] == before
+    assert (scene.ns(other) or {})["metadata"]["resourceVersion"] == before
 
 
 def test_usage_is_released_when_a_namespace_is_deleted(team: Team) -> None:
     root, scene = team.root, team.scene
-    team.hrq(root, "compute", pods="3")
-    leaving = team.sub(root, "leaving")
-    for namespace in (root, leaving):
-        team.counted(namespace, (root, "compute"))
+    (leaving,) = team.tree("compute", "leaving", pods="3")
     created(team.pod(leaving, "one"))
     created(team.pod(root, "two"))
     team.wait_used(root, "compute", pods="2")
@@ -361,10 +350,7 @@ def test_usage_is_released_when_a_namespace_is_deleted(team: Team) -> None:
 def test_a_scoped_hrq_counts_only_what_its_scopes_select(team: Team) -> None:
     root = team.root
     best_effort = {"matchExpressions": [{"scopeName": "BestEffort", "operator": "Exists"}]}
-    team.hrq(root, "best-effort", scope=best_effort, pods="1")
-    child = team.sub(root, "child")
-    for namespace in (root, child):
-        team.counted(namespace, (root, "best-effort"))
+    (child,) = team.tree("best-effort", "child", scope=best_effort, pods="1")
     created(team.pod(child, "free"))
     refused(team.pod(root, "more"), f"{root}/best-effort", "limited: pods=1")
     created(team.pod(root, "sized", cpu="100m"))
@@ -373,16 +359,13 @@ def test_a_scoped_hrq_counts_only_what_its_scopes_select(team: Team) -> None:
 
 def test_a_restarted_controller_keeps_the_sums_right(team: Team) -> None:
     root = team.root
-    team.hrq(root, "compute", pods="3")
-    first, second = team.sub(root, "a"), team.sub(root, "b")
-    for namespace in (root, first, second):
-        team.counted(namespace, (root, "compute"))
+    first, second = team.tree("compute", "a", "b", pods="3")
     created(team.pod(first, "one"))
     created(team.pod(second, "two"))
     team.wait_used(root, "compute", pods="2")
     team.restart()
     third = team.sub(root, "c")
-    team.counted(third, (root, "compute"))
+    team.counted((root, "compute"), third)
     team.wait_used(root, "compute", pods="2")
     created(team.pod(third, "three"))
     refused(team.pod(first, "four"), "used: pods=3, limited: pods=3")
@@ -391,10 +374,7 @@ def test_a_restarted_controller_keeps_the_sums_right(team: Team) -> None:
 
 def test_an_hrq_lowered_below_usage_refuses_new_use_and_reports_the_excess(team: Team) -> None:
     root, scene = team.root, team.scene
-    team.hrq(root, "compute", pods="3")
-    child = team.sub(root, "child")
-    for namespace in (root, child):
-        team.counted(namespace, (root, "compute"))
+    (child,) = team.tree("compute", "child", pods="3")
     created(team.pod(child, "one"))
     created(team.pod(root, "two"))
     team.hrq(root, "compute", pods="1")
@@ -414,3 +394,97 @@ def test_an_hrq_lowered_below_usage_refuses_new_use_and_reports_the_excess(team:
     )
     pods = team.as_tenant("get", "pods", "-n", child, "-o", "name")
     assert pods.stdout.strip() == f"pod/{scene.name('one')}"
+
+
+def _review(url: str, ca: trustme.CA, namespace: str) -> dict[str, Any]:
+    """POST a status update of a quota kept for an HRQ, as kube-apiserver's quota admission
+    sends it, straight to one replica's webhook; the review's response."""
+    labels = {quota.LABEL_HRQ_NAMESPACE: namespace}
+    annotations = {quota.ANNOTATION_HRQ: f"{namespace}/compute"}
+    metadata = {"name": "hrq.x.compute", "namespace": namespace, "labels": labels}
+    old = {"metadata": {**metadata, "annotations": annotations}, "status": {"used": {"pods": "0"}}}
+    new = {**old, "status": {"used": {"pods": "1"}}}
+    body = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "probe",
+            "kind": {"group": "", "version": "v1", "kind": "ResourceQuota"},
+            "operation": "UPDATE",
+            "userInfo": {"username": "system:apiserver"},
+            "object": new,
+            "oldObject": old,
+        },
+    }
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    request = urllib.request.Request(
+        url + "/validate-v1-resourcequota-status",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+        return dict(json.load(answer)["response"])
+
+
+def test_of_two_replicas_exactly_the_quota_lease_holder_decides(
+    controllers: Controllers,
+    scene: Scene,
+    hrq_crd: None,
+    webhook_ca: trustme.CA,
+    tmp_path: Path,
+) -> None:
+    lease = scene.namespace("lease")
+    cert_dir = tmp_path / "serving-certs"
+    write_serving_pair(webhook_ca, cert_dir)
+    ports = [free_port(), free_port()]
+    replicas = [
+        controllers.start(
+            CONFIG,
+            "--webhook-addr",
+            f"127.0.0.1:{port}",
+            "--cert-dir",
+            str(cert_dir),
+            lease_namespace=lease,
+        )
+        for port in ports
+    ]
+    namespace = scene.namespace("probe")
+
+    def deciding() -> list[bool]:
+        answers = [_review(f"https://127.0.0.1:{p}", webhook_ca, namespace) for p in ports]
+        for answer in answers:
+            if not answer["allowed"]:
+                assert answer["status"]["code"] == 500
+                assert "does not decide hierarchical quotas now" in answer["status"]["message"]
+        return [answer["allowed"] for answer in answers]
+
+    scene.wait(lambda: sorted(deciding()) == [False, True], "one replica to hold the quota Lease")
+    holder = deciding().index(True)
+    replicas[holder].kill()
+    other = 1 - holder
+    scene.wait(
+        lambda: _review(f"https://127.0.0.1:{ports[other]}", webhook_ca, namespace)["allowed"],
+        "the other replica to take the quota Lease over",
+    )
+
+
+def test_sub_graft_into_a_full_subtree_is_refused_before_anything_is_written(team: Team) -> None:
+    """The administrator's ``kubectl accurate sub graft`` meets the namespace webhook's quota
+    check in its dry run, and writes nothing."""
+    scene = team.scene
+    (full,) = team.tree("compute", "full", pods="1")
+    created(team.pod(full, "one"))
+    other = scene.root("other")
+    team.hrq(other, "own", pods="5")
+    team.counted((other, "own"), other)
+    scene.kubectl("run", scene.name("busy"), "--image=nginx", "-n", other)
+    team.wait_used(other, "own", pods="1")
+    before = (scene.ns(other) or {})["metadata"]["resourceVersion"]
+
+    grafted = run_plugin("sub", "graft", other, full, kubeconfig=scene.cluster.kubeconfig)
+
+    assert grafted.returncode != 0, grafted.stdout
+    assert f"namespace {other} cannot move under {full}" in grafted.stderr, grafted.stderr
+    assert "requested: pods=1, used: pods=1, limited: pods=1" in grafted.stderr
+    assert (scene.ns(other) or {})["metadata"]["resourceVersion"] == before

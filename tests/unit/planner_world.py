@@ -33,7 +33,7 @@ from libaccurate.actions import (
 )
 from libaccurate.closing import close
 from libaccurate.config import Config, GroupVersionKind
-from libaccurate.constants import FIELD_MANAGER, FINALIZER, LABEL_CREATED_BY, LABEL_PARENT
+from libaccurate.constants import FIELD_MANAGER, FINALIZER
 from libaccurate.lifecycle import OWNED_CONDITIONS
 from libaccurate.planner import Finding, Plan, Snapshot, plan
 
@@ -220,12 +220,11 @@ class World:
         return self.namespaces[name]
 
     def _create_namespace(self, action: CreateNamespace) -> None:
+        """One apply that creates: the controller's Apply entry owns every key it set; a
+        namespace already there is refused (the controller's precondition)."""
         if action.name in self.namespaces:
-            raise ApiError("AlreadyExists")
-        # As the controller does: POST with the labels that tie it to its SubNamespace only.
-        posted = {k: v for k, v in action.labels.items() if k in (LABEL_PARENT, LABEL_CREATED_BY)}
-        ns = self.add_namespace(action.name, posted)
-        ns["metadata"]["managedFields"] = [_entry(FIELD_MANAGER, "Update", set(posted), set())]
+            raise ApiError("Conflict")
+        ns = self.add_namespace(action.name, {}, {})
         self._apply_metadata(ns, action.labels, action.annotations)
 
     def _apply_metadata(

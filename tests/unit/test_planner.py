@@ -251,7 +251,7 @@ class TestLifecycle:
         world.apply(result)
         assert world.find(ROLE, "sub1", "admin") is None
         assert ns_labels(world, "sub1") == {"taken": "meanwhile"}
-        assert [reason for _, reason in world.failures] == ["AlreadyExists"]
+        assert [reason for _, reason in world.failures] == ["Conflict"]
 
 
 # --- F. Metadata inheritance ----------------------------------------------------------------

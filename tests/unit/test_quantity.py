@@ -70,6 +70,14 @@ def test_a_zero_takes_the_format_of_what_is_added() -> None:
     assert str(parse("1") + parse("500m")) == "1500m"
 
 
+@pytest.mark.parametrize(
+    ("text", "exponent", "expected"),
+    [("0.0001", -3, "1m"), ("1.0001", -3, "1001m"), ("-0.0001", -3, "-1m"), ("1500m", 0, "2")],
+)
+def test_round_up_goes_away_from_zero(text: str, exponent: int, expected: str) -> None:
+    assert str(quantity.round_up(parse(text), exponent)) == expected
+
+
 def test_list_helpers_follow_quota_v1() -> None:
     used = quantity.parse_list({"cpu": "1", "pods": "2"})
     requested = quantity.parse_list({"cpu": "500m", "memory": "1Gi"})
@@ -85,8 +93,8 @@ def test_list_helpers_follow_quota_v1() -> None:
     }
 
 
-amounts = st.fractions(min_value=-(10**12), max_value=10**12).map(
-    lambda f: Fraction(round(f * 10**9), 10**9)
+amounts = st.integers(min_value=-(10**30), max_value=10**30).map(
+    lambda nanos: Fraction(nanos, quantity.NANOS)
 )
 formats = st.sampled_from([quantity.DECIMAL_SI, quantity.BINARY_SI, quantity.DECIMAL_EXPONENT])
 

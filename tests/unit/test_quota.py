@@ -62,7 +62,7 @@ def test_every_namespace_of_the_subtree_gets_a_quota_naming_the_hrq() -> None:
     assert sorted(q["metadata"]["namespace"] for q in planned.create) == ["a", "a1", "b", "team"]
     quota = desired_quota(hrq, "a1")
     assert quota["metadata"]["name"] == "hrq.team.compute"
-    assert quota["spec"]["hard"] == {"pods": "1E", "requests.cpu": "1E"}
+    assert quota["spec"]["hard"] == {"pods": "1P", "requests.cpu": "1P"}
     assert hrq_of_quota(quota) == ("team", "compute")
 
 
@@ -98,11 +98,11 @@ def test_a_changed_or_edited_quota_is_put_back() -> None:
     quotas[0]["spec"]["hard"] = {"pods": "100"}
     planned = plan_quotas(tree(), [hrq_object("team", "compute", pods="12")], quotas)
     assert [q["metadata"]["namespace"] for q in planned.replace] == ["team"]
-    assert planned.replace[0]["spec"]["hard"] == {"pods": "1E"}
+    assert planned.replace[0]["spec"]["hard"] == {"pods": "1P"}
     assert planned.replace[0]["metadata"]["resourceVersion"] == "7"
     counted = plan_quotas(tree(), [hrq_object("team", "compute", cpu="1")], quotas[1:])
     assert len(counted.replace) == 3
-    assert counted.replace[0]["spec"]["hard"] == {"cpu": "1E"}
+    assert counted.replace[0]["spec"]["hard"] == {"cpu": "1P"}
 
 
 def test_status_sums_the_subtree_and_says_when_over_and_what_binds_it() -> None:
