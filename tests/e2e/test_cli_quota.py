@@ -43,9 +43,8 @@ def two_levels(team: Team) -> tuple[str, str, str]:
     team.hrq(root, "compute", pods="3", requests_cpu="1")
     a, b = team.sub(root, "a"), team.sub(root, "b")
     team.hrq(a, "small", pods="5")
-    for namespace in (root, a, b):
-        team.counted(namespace, (root, "compute"))
-    team.counted(a, (a, "small"))
+    team.counted((root, "compute"), root, a, b)
+    team.counted((a, "small"), a)
     created(team.pod(a, "one", cpu="200m"))
     created(team.pod(b, "two", cpu="300m"))
     team.wait_used(root, "compute", pods="2", requests_cpu="500m")
@@ -131,7 +130,7 @@ def test_an_hrq_above_the_tenants_tree_is_named_without_its_numbers(team: Team) 
     team.hrq(org, "budget", pods="10")
     team.hrq(root, "compute", pods="4")
     for hrq in ((org, "budget"), (root, "compute")):
-        team.counted(root, hrq)
+        team.counted(hrq, root)
     created(team.pod(root, "one"))
     team.wait_used(org, "budget", pods="1")
     team.wait_used(root, "compute", pods="1")
@@ -155,7 +154,7 @@ def test_an_hrq_above_the_tenants_tree_is_named_without_its_numbers(team: Team) 
 def test_an_administrator_sees_every_tree_an_hrq_limits_and_no_other(team: Team) -> None:
     root = team.root
     team.hrq(root, "compute", pods="3")
-    team.counted(root, (root, "compute"))
+    team.counted((root, "compute"), root)
     other = team.scene.root("unlimited")
     shown = rows(succeeded(plugin(team, "quota", tenant=False)))
     assert root in shown

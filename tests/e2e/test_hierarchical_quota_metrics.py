@@ -31,8 +31,7 @@ def test_hard_and_used_of_each_hrq_are_scraped_and_go_with_the_hrq(team: Team) -
     root, scene = team.root, team.scene
     team.hrq(root, "compute", pods="3", requests_cpu="1.5")
     child = team.sub(root, "child")
-    for namespace in (root, child):
-        team.counted(namespace, (root, "compute"))
+    team.counted((root, "compute"), root, child)
     created(team.pod(child, "one", cpu="250m"))
     team.wait_used(root, "compute", pods="1", requests_cpu="250m")
 

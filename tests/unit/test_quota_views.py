@@ -18,7 +18,9 @@ def namespace(name: str, **labels: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "labels": labels}}
 
 
-def hrq(ns: str, name: str, used: dict[str, str] | None = None, **hard: str) -> dict[str, Any]:
+def hrq(
+    ns: str, name: str, hard: dict[str, str], used: dict[str, str] | None = None
+) -> dict[str, Any]:
     obj: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "HierarchicalResourceQuota",
@@ -43,8 +45,8 @@ def forest() -> Forest:
 
 
 def test_the_least_left_wins_not_the_lowest_hard() -> None:
-    parent = read_hrq(hrq("team", "compute", pods="20"))
-    child = read_hrq(hrq("a", "small", pods="5"))
+    parent = read_hrq(hrq("team", "compute", {"pods": "20"}))
+    child = read_hrq(hrq("a", "small", {"pods": "5"}))
     found = tightest([(child, {"pods": parse("1")}), (parent, {"pods": parse("19")})])
     assert (found["pods"].hrq, str(found["pods"].left)) == (parent, "1")
     found = tightest([(child, {"pods": parse("4")}), (parent, {"pods": parse("10")})])
@@ -52,10 +54,10 @@ def test_the_least_left_wins_not_the_lowest_hard() -> None:
 
 
 def test_scoped_and_uncounted_hrqs_take_no_part_and_a_tie_goes_to_the_nearest() -> None:
-    scoped = hrq("team", "best-effort", pods="1")
+    scoped = hrq("team", "best-effort", {"pods": "1"})
     scoped["spec"]["scopeSelector"] = {"matchExpressions": [{"scopeName": "BestEffort"}]}
-    near = read_hrq(hrq("a", "near", pods="3", **{"requests.cpu": "1"}))
-    far = read_hrq(hrq("team", "far", pods="5"))
+    near = read_hrq(hrq("a", "near", {"pods": "3", "requests.cpu": "1"}))
+    far = read_hrq(hrq("team", "far", {"pods": "5"}))
     found = tightest(
         [
             (near, {"pods": parse("1")}),
@@ -68,7 +70,7 @@ def test_scoped_and_uncounted_hrqs_take_no_part_and_a_tie_goes_to_the_nearest() 
 
 
 def test_an_hrq_over_its_limit_leaves_a_negative_amount() -> None:
-    lowered = read_hrq(hrq("team", "compute", **{"requests.cpu": "1"}))
+    lowered = read_hrq(hrq("team", "compute", {"requests.cpu": "1"}))
     found = tightest([(lowered, {"requests.cpu": parse("1.5")})])
     assert str(found["requests.cpu"].left) == "-500m"
 
@@ -76,8 +78,8 @@ def test_an_hrq_over_its_limit_leaves_a_negative_amount() -> None:
 def test_each_namespace_holds_its_own_hrqs_and_sees_those_above() -> None:
     reading = HrqReading(
         [
-            hrq("team", "compute", {"pods": "3"}, pods="4"),
-            hrq("a", "small", {"pods": "1"}, pods="5"),
+            hrq("team", "compute", {"pods": "4"}, {"pods": "3"}),
+            hrq("a", "small", {"pods": "5"}, {"pods": "1"}),
         ],
         hidden=frozenset({("org", "budget")}),
     )
@@ -95,7 +97,7 @@ def test_each_namespace_holds_its_own_hrqs_and_sees_those_above() -> None:
 
 
 def test_an_hrq_without_status_shows_unknown_use_and_no_tightest() -> None:
-    limits = Limits(forest(), HrqReading([hrq("b", "new", pods="2")]))
+    limits = Limits(forest(), HrqReading([hrq("b", "new", {"pods": "2"})]))
     place = limits.place("b")
     assert place.held[0].used_hard() == "pods: ?/2"
     assert place.tightest_text() == "-"
