@@ -106,7 +106,8 @@ def _at_size(target: Target, size: int, writes: int) -> list[Row]:
     # The reconcile passes those creations started, and their writes: what the pass costs per
     # change, which should not grow with the cluster (its webhook process is not counted).
     spent = Row(name, f"controller CPU during the {2 * writes} timed creations", f"{cpu:.2f} s")
-    return [*_rows(name, plain, hooked), speed, spent, *_counts(name, writes, reviews, reads)]
+    rows = added_latency(name, plain, hooked)
+    return [*rows, speed, spent, *_counts(name, writes, reviews, reads)]
 
 
 def _review_times(running: Process) -> tuple[float, float]:
@@ -149,13 +150,20 @@ def _register(target: Target, kube: Kube, base_url: str, ca: trustme.CA) -> None
     )
 
 
-def _rows(name: str, plain: Sequence[float], hooked: Sequence[float]) -> list[Row]:
+def added_latency(
+    name: str,
+    plain: Sequence[float],
+    hooked: Sequence[float],
+    series: tuple[str, str] = ("no webhook", "with webhook"),
+) -> list[Row]:
+    """p50 and p99 of both series, named ``series``, and what the second adds, against the
+    goal."""
     added = {share: percentile(hooked, share) - percentile(plain, share) for share in (0.5, 0.99)}
     rows = []
     for share, label in ((0.5, "p50"), (0.99, "p99")):
         rows += [
-            Row(name, f"no webhook {label}", _ms(percentile(plain, share))),
-            Row(name, f"with webhook {label}", _ms(percentile(hooked, share))),
+            Row(name, f"{series[0]} {label}", _ms(percentile(plain, share))),
+            Row(name, f"{series[1]} {label}", _ms(percentile(hooked, share))),
         ]
     return [
         *rows,
