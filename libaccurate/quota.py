@@ -413,6 +413,12 @@ def hrq_status(
     return HrqStatus(hard, shown, summary, tuple(conditions))
 
 
+def invalid_status(problem: str) -> HrqStatus:
+    """The status of an HRQ whose spec cannot be enforced: nothing counted, and why."""
+    condition = Condition(CONDITION_COUNTED, "False", "InvalidSpec", f"not enforced: {problem}")
+    return HrqStatus({}, {}, "invalid spec", (condition,))
+
+
 def _counted(uncounted: Sequence[str]) -> Condition:
     if not uncounted:
         return Condition(CONDITION_COUNTED, "True", "Counted", "every namespace is counted")
@@ -504,6 +510,10 @@ def plan_quotas(
     counted = {key for key, q in held.items() if "used" in (q.get("status") or {})}
     statuses = []
     by_key = {_key(obj): obj for obj in hrq_objects}
+    for key, problem in sorted(problems.items()):
+        invalid = invalid_status(problem)
+        if status_differs(by_key[key], invalid):
+            statuses.append((by_key[key], invalid))
     for hrq in hrqs:
         uncounted = [
             namespace
