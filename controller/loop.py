@@ -26,6 +26,7 @@ from controller.applier import Applier, Report
 from controller.cache import NAMESPACES, SUBNAMESPACES, Cache, Expectation, resource_name
 from controller.metrics import Metrics
 from controller.owners import Owners
+from controller.quotas import Quotas
 from controller.sudoers import Sudoers
 from controller.throttle import Backoff
 from libaccurate.config import Config, WatchedResource
@@ -67,6 +68,7 @@ class Loop:
         resync_period: float,
         owners: Owners | None = None,
         sudoers: Sudoers | None = None,
+        quotas: Quotas | None = None,
     ) -> None:
         self.cache = cache
         self.config = config
@@ -77,6 +79,7 @@ class Loop:
         self.resync_period = resync_period
         self.owners = owners
         self.sudoers = sudoers
+        self.quotas = quotas
         self._problems: Mapping[str, Problem] = {}
         self._label_problems: Mapping[str, tuple[str, ...]] = {}
         # Whether the next pass must plan everything: nothing planned yet, or a pass left work
@@ -129,6 +132,8 @@ class Loop:
             snapshot = self.snapshot(whole)
             if self.sudoers is not None:
                 self.sudoers.keep(snapshot)
+            if self.quotas is not None and snapshot.forest is not None:
+                self.quotas.keep(snapshot.forest)
             planned = plan(snapshot)
             # Writes due outside the scope (a source above it not yet marked, say): soon, all.
             self._whole = planned.beyond_scope
