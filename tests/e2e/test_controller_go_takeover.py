@@ -38,15 +38,14 @@ def go_v1_2_tree(scene: Scene) -> tuple[str, str, str]:
         name = scene.subnamespace(parent, prefix, labels={"env": "dev"})
         # Its SubNamespace reconciler: r.Create of the namespace.
         labels = {LABEL_PARENT: parent, LABEL_CREATED_BY: CREATED_BY_VALUE}
-        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        body["metadata"]["labels"] = scene.cluster.own(labels)
+        metadata = {"name": name, "labels": scene.cluster.own(labels)}
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
         scene.kube.create(NAMESPACES, body, **AS_GO)
         # Its namespace reconciler's propagateMeta: r.Update with the inherited keys.
         path = resource_path("", "v1", "namespaces", name=name)
         namespace = scene.kube.get(path)
-        metadata = namespace["metadata"]
-        metadata["labels"].update({"team": "a", "tier": "gold", "env": "dev"})
-        metadata["annotations"] = {"memo": "m"}
+        namespace["metadata"]["labels"].update({"team": "a", "tier": "gold", "env": "dev"})
+        namespace["metadata"]["annotations"] = {"memo": "m"}
         scene.kube.replace(path, namespace, **AS_GO)
         names.append(name)
     return root, names[1], names[2]
