@@ -5,12 +5,11 @@ A refusal here refuses that write, with the HRQ's message. Decisions are taken o
 on the webhook process's cache corrected by the ledger of what was admitted but is not in the
 cache yet (libaccurate.quotaledger), so that concurrent writes in sibling namespaces never
 both pass when only one fits; docs/hierarchical-quotas.md says why that is enough. The same
-picture serves the namespace webhook's check of moves (``move_denial``).
+picture serves the namespace webhook's check of moves (``deciding``).
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -41,8 +40,6 @@ NOT_DECIDING = (
     "this replica does not decide hierarchical quotas now (another holds the quota Lease); "
     "try again"
 )
-
-log = logging.getLogger(__name__)
 
 
 class QuotaReviews:

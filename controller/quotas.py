@@ -141,9 +141,9 @@ class Quotas:
         except KubeError as error:
             _failed("update status of", hrq, error)
             return
-        exceeded = next(c for c in status.conditions if c.type == quota.CONDITION_EXCEEDED)
+        exceeded = next((c for c in status.conditions if c.type == quota.CONDITION_EXCEEDED), None)
         went_over = (before.get(quota.CONDITION_EXCEEDED) or {}).get("status") != "True"
-        if self.recorder is not None and exceeded.status == "True" and went_over:
+        if self.recorder is not None and exceeded and exceeded.status == "True" and went_over:
             ref = ObjectRef(
                 quota.API_VERSION,
                 quota.KIND,

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, Protocol
 from libaccurate.actions import Condition
 from libaccurate.constants import CREATED_BY_VALUE, LABEL_CREATED_BY
 from libaccurate.forest import Forest
-from libaccurate.quantity import ZERO, Quantity, QuantityError, parse
+from libaccurate.quantity import ZERO, Quantity, QuantityError, exceeded, parse
 
 Object = Mapping[str, Any]
 ResourceList = Mapping[str, Quantity]
@@ -228,11 +228,6 @@ def tree_used(
     return sums
 
 
-def over(hard: ResourceList, used: ResourceList) -> list[str]:
-    """The resources whose use is above the limit, sorted."""
-    return sorted(r for r, limit in hard.items() if r in used and used[r].value > limit.value)
-
-
 def _pairs(values: ResourceList, resources: Sequence[str]) -> str:
     return ",".join(f"{r}={values.get(r, ZERO)!s}" for r in resources)
 
@@ -276,12 +271,12 @@ def review_usage(
             r: rest[r] + max(shown.get(r, ZERO), after.get(r, ZERO), key=lambda q: q.value)
             for r in rest
         }
-        exceeded = [
+        beyond = [
             r for r, limit in hard_items(other) if r in grown and total[r].value > limit.value
         ]
-        if exceeded:
-            used = {r: total[r] - grown[r] for r in exceeded}
-            return exceeded_message(other, grown, used, exceeded)
+        if beyond:
+            used = {r: total[r] - grown[r] for r in beyond}
+            return exceeded_message(other, grown, used, beyond)
     return None
 
 
@@ -320,13 +315,13 @@ def review_move(
             continue
         tree = tree_used(forest, hrq, usage)
         extra = _known_use(forest, hrqs, usage, moved, hrq)
-        exceeded = [
+        beyond = [
             r
             for r, limit in hard_items(hrq)
             if extra.get(r, ZERO).value > 0 and tree[r].value + extra[r].value > limit.value
         ]
-        if exceeded:
-            message = exceeded_message(hrq, extra, tree, exceeded)
+        if beyond:
+            message = exceeded_message(hrq, extra, tree, beyond)
             return f"namespace {name} cannot move under {parent}: {message}"
     return None
 
@@ -398,7 +393,7 @@ def hrq_status(
     hard = {r: str(q) for r, q in hard_items(hrq)}
     shown = {r: str(used[r]) for r in resources}
     summary = ", ".join(f"{r}: {shown[r]}/{hard[r]}" for r in resources)
-    excess = over(hrq.hard, used)
+    excess = exceeded(used, hrq.hard)
     conditions = [_counted(uncounted), _exceeded(hrq, used, excess)]
     above = binding_above(forest, hrqs, hrq)
     if above:
@@ -411,6 +406,12 @@ def hrq_status(
         message = "no quota above allows less"
         conditions.append(Condition(CONDITION_LIMITED_ABOVE, "False", "NoTighterQuota", message))
     return HrqStatus(hard, shown, summary, tuple(conditions))
+
+
+def invalid_status(problem: str) -> HrqStatus:
+    """The status of an HRQ whose spec cannot be enforced: nothing counted, and why."""
+    condition = Condition(CONDITION_COUNTED, "False", "InvalidSpec", f"not enforced: {problem}")
+    return HrqStatus({}, {}, "invalid spec", (condition,))
 
 
 def _counted(uncounted: Sequence[str]) -> Condition:
@@ -504,6 +505,10 @@ def plan_quotas(
     counted = {key for key, q in held.items() if "used" in (q.get("status") or {})}
     statuses = []
     by_key = {_key(obj): obj for obj in hrq_objects}
+    for key, problem in sorted(problems.items()):
+        invalid = invalid_status(problem)
+        if status_differs(by_key[key], invalid):
+            statuses.append((by_key[key], invalid))
     for hrq in hrqs:
         uncounted = [
             namespace

@@ -209,6 +209,23 @@ def test_a_pod_is_refused_in_the_third_sub_namespace_once_the_roots_hrq_is_spent
     listed = team.as_tenant("get", "hrq", "-n", root)
     assert listed.returncode == 0, listed.stderr
     assert "pods: 2/2" in listed.stdout
+    counting = quota.quota_name((root, "compute"))
+    for attempt in (
+        ("delete", "resourcequota", counting, "-n", third),
+        (
+            "patch",
+            "hrq",
+            "compute",
+            "-n",
+            root,
+            "--type=merge",
+            "-p",
+            '{"spec":{"hard":{"pods":"9"}}}',
+        ),
+    ):
+        forbidden = team.as_tenant(*attempt)
+        assert forbidden.returncode == 1
+        assert "Error from server (Forbidden)" in forbidden.stderr, forbidden.stderr
 
 
 def test_usage_is_released_when_a_namespace_is_moved_out_or_its_pods_deleted(

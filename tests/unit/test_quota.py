@@ -254,3 +254,19 @@ def test_a_write_already_counted_for_one_hrq_is_not_charged_twice_for_it() -> No
     more = {"requests.cpu": parse("600m")}
     denial = review_usage(forest, [root, inner], usage, "a", root, {}, more)
     assert denial is not None and denial.startswith("exceeded hierarchical quota: a/cpu")
+
+
+def test_an_hrq_that_cannot_be_enforced_says_so_in_its_status() -> None:
+    broken = hrq_object("team", "broken", pods="-1")
+    planned = plan_quotas(tree(), [broken], [])
+    assert planned.create == ()
+    ((obj, status),) = planned.statuses
+    assert obj is broken
+    (condition,) = status.conditions
+    assert (condition.type, condition.status, condition.reason) == (
+        "Counted",
+        "False",
+        "InvalidSpec",
+    )
+    assert "spec.hard.pods" in condition.message
+    assert "must be greater than or equal to 0" in condition.message
