@@ -158,7 +158,8 @@ def _shown(obj: Mapping[str, Any], problem: str | None) -> Shown:
     )
     if problem is not None:
         hard = {str(r): str(q) for r, q in sorted((spec.get("hard") or {}).items())}
-        notes = (f"not enforced: {problem}", *notes)
+        # The status says the same once the controller has seen it (Counted=False).
+        notes = (f"not enforced: {problem}",)
     else:
         hard = {r: str(q) for r, q in quota.hard_items(quota.read_hrq(obj))}
     return Shown(

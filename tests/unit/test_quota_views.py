@@ -110,3 +110,16 @@ def test_further_lines_about_a_namespace_carry_the_tree_guides_on() -> None:
     assert continued("", leaf) == ""
     assert continued("├── ", leaf) == "│   "
     assert continued("│   └── ", parent) == "│       │"
+
+
+def test_an_hrq_that_cannot_be_enforced_says_why_once() -> None:
+    broken = hrq("b", "broken", {"pods": "lots"})
+    broken["status"] = {
+        "conditions": [
+            {"type": "Counted", "status": "False", "reason": "InvalidSpec", "message": "x"}
+        ]
+    }
+    (shown,) = Limits(forest(), HrqReading([broken])).place("b").held
+    assert shown.used_hard() == "pods: ?/lots"
+    assert len(shown.notes) == 1
+    assert shown.notes[0].startswith("not enforced: HierarchicalResourceQuota b/broken")
