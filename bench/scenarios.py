@@ -23,6 +23,7 @@ from accurate_testbed.waiting import wait_for
 from bench import controller, population
 from bench.admission import admission
 from bench.population import secrets_path
+from bench.quota import quota_admission
 from bench.report import Row, median, percentile, seconds
 from bench.startup import startup
 from bench.target import WRITE_VERBS, Target
@@ -72,6 +73,9 @@ class Sizes:
     admission: tuple[int, ...] = (2000, 10000)
     admission_writes: int = 200
     startup_namespaces: int = 100
+    quota: tuple[int, ...] = (2000, 10000)
+    quota_hrqs: int = 1000
+    quota_writes: int = 200
 
 
 QUICK = Sizes(
@@ -91,6 +95,9 @@ QUICK = Sizes(
     tree_subtree=30,
     admission=(100,),
     admission_writes=20,
+    quota=(300,),
+    quota_hrqs=20,
+    quota_writes=20,
 )
 
 
@@ -624,4 +631,7 @@ SCENARIOS: dict[str, Callable[[Target, Sizes], list[Row]]] = {
     "treelabels": tree_labels,
     "admission": lambda target, sizes: admission(target, sizes.admission, sizes.admission_writes),
     "startup": startup,
+    "quota": lambda target, sizes: quota_admission(
+        target, sizes.quota, sizes.quota_hrqs, sizes.quota_writes
+    ),
 }

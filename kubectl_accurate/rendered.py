@@ -50,6 +50,7 @@ HELP = (
     '  import-hnc  Move a cluster from HNC (the Hierarchical Namespace...\n'
     '  list        List namespace trees (alias: ls).\n'
     '  namespace   Describe a namespace or set its type (alias: ns).\n'
+    '  quota       Draw namespace trees with the hierarchical quotas (HRQs)...\n'
     "  report      One row per namespace of every tree (or of ROOT's): its...\n"
     '  sub         Create, delete, move, graft, cut and list sub-namespaces.\n'
     '  sudo        Run kubectl as admin of the tree NS is in, with your sudo...\n'
