@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 from controller.cache import HRQ_QUOTAS, HRQS, Cache
 from controller.reviews import admission_request, admission_response, unavailable
@@ -26,6 +26,19 @@ from libaccurate.quantity import ZERO, Quantity
 from libaccurate.quotaledger import Ledger, Seen
 
 Answer = tuple[dict[str, Any], bool]
+Spec = tuple[Any, Any]
+
+
+class Parsed(NamedTuple):
+    """One cached HRQ object, what tells its spec apart, and what it parsed to (None: a spec
+    that cannot be enforced)."""
+
+    key: quota.QuotaKey
+    obj: Mapping[str, Any]
+    spec: Spec
+    hrq: quota.Hrq | None
+
+
 MoveCheck = Callable[[str, "str | None", Forest], "str | None"]
 # kube-controller-manager's quota controller recounts what exists; refusing it would only make
 # the status wrong (its own account, or the manager's without per-controller accounts).
@@ -61,7 +74,10 @@ class QuotaReviews:
         # Parsed statuses by quota, with the resourceVersion they were parsed at.
         self._parsed: dict[quota.QuotaKey, Seen] = {}
         # The HRQs as last parsed, and the cache generation they were parsed at.
-        self._hrqs: tuple[int, list[quota.Hrq]] = (-1, [])
+        self._hrqs: tuple[int, quota.HrqIndex] = (-1, quota.HrqIndex(()))
+        # Each HRQ parsed once per spec, by key (the cached object last looked at, unchanged
+        # while it is the same object, its uid and generation, and what it parsed to).
+        self._specs: dict[quota.QuotaKey, Parsed] = {}
 
     def validate_status(self, body: Any) -> Answer:
         request = admission_request(body, "", "ResourceQuota", needs_name=True)
@@ -94,7 +110,7 @@ class QuotaReviews:
                 return Verdict(False, message)
             with self._cache.reading() as forest:
                 hrqs = self._current_hrqs()
-                hrq = next((h for h in hrqs if h.key == hrq_key), None)
+                hrq = next((h for h in hrqs.in_namespace(hrq_key[0]) if h.key == hrq_key), None)
                 if hrq is None:
                     return ALLOWED
                 denial = quota.review_usage(
@@ -120,12 +136,35 @@ class QuotaReviews:
         the move), or None."""
         return quota.review_move(forest, self._current_hrqs(), self._ledger, name, parent)
 
-    def _current_hrqs(self) -> list[quota.Hrq]:
-        """The cached HRQs, parsed again only when one of them changed."""
+    def _current_hrqs(self) -> quota.HrqIndex:
+        """The cached HRQs, indexed again only when one was added, removed or got a new spec.
+
+        The keeper writes HRQ statuses after nearly every counted write; a status write does
+        not move ``metadata.generation``, so it costs a look at each HRQ's generation, not a
+        parse of every HRQ.
+        """
         generation = self._cache.generation(HRQS)
-        if self._hrqs[0] != generation:
-            self._hrqs = (generation, quota.read_hrqs(self._cache.items(HRQS))[0])
-        return self._hrqs[1]
+        if self._hrqs[0] == generation:
+            return self._hrqs[1]
+        objects = self._cache.items(HRQS)
+        changed = len(objects) != len(self._specs)
+        seen = {id(p.obj): p for p in self._specs.values()}
+        specs = {}
+        for obj in objects:
+            known = seen.get(id(obj))
+            if known is None or known.obj is not obj:
+                key, spec = _spec_of(obj)
+                before = self._specs.get(key)
+                same = before is not None and before.spec == spec
+                known = Parsed(key, obj, spec, before.hrq if same and before else _parsed(obj))
+                changed = changed or not same
+            specs[known.key] = known
+        self._specs = specs
+        index = self._hrqs[1]
+        if changed:
+            index = quota.HrqIndex(p.hrq for p in specs.values() if p.hrq is not None)
+        self._hrqs = (generation, index)
+        return index
 
     def _seen(self, key: quota.QuotaKey) -> Seen | None:
         """A cached quota's version and usage, parsed once per version."""
@@ -154,6 +193,23 @@ class QuotaReviews:
             version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             used = quota.usage_of([obj]).get((namespace, name)) or {}
             self._ledger.confirm((namespace, name), Seen(version, used), now)
+
+
+def _spec_of(obj: Mapping[str, Any]) -> tuple[quota.QuotaKey, Spec]:
+    """An HRQ's key, and what tells one spec of it from another: its uid and generation (the
+    API server moves ``metadata.generation`` on every spec change, and never on a status
+    write); without a generation, the spec itself."""
+    metadata = obj.get("metadata") or {}
+    key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+    generation = metadata.get("generation")
+    return key, (metadata.get("uid"), generation if generation else obj.get("spec"))
+
+
+def _parsed(obj: Mapping[str, Any]) -> quota.Hrq | None:
+    try:
+        return quota.read_hrq(obj)
+    except quota.QuotaError:
+        return None
 
 
 def _used(obj: Mapping[str, Any]) -> dict[str, Quantity]:

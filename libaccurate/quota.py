@@ -19,7 +19,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, overload
 
 from libaccurate.actions import Condition
 from libaccurate.constants import CREATED_BY_VALUE, LABEL_CREATED_BY
@@ -175,14 +175,39 @@ def subtree(forest: Forest, hrq: Hrq) -> tuple[str, ...]:
     return forest.subtree(hrq.namespace)
 
 
+class HrqIndex(Sequence[Hrq]):
+    """HRQs with those of each namespace at hand, so that finding the HRQs above a namespace
+    costs its depth, not the number of HRQs: the webhook reviews with one built once per
+    change of the HRQs' specs."""
+
+    def __init__(self, hrqs: Iterable[Hrq]) -> None:
+        self._all = tuple(hrqs)
+        by_namespace: dict[str, list[Hrq]] = {}
+        for hrq in self._all:
+            by_namespace.setdefault(hrq.namespace, []).append(hrq)
+        self._by_namespace = {n: tuple(sorted(found)) for n, found in by_namespace.items()}
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    @overload
+    def __getitem__(self, index: int) -> Hrq: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Hrq]: ...
+    def __getitem__(self, index: int | slice) -> Hrq | Sequence[Hrq]:
+        return self._all[index]
+
+    def in_namespace(self, namespace: str) -> tuple[Hrq, ...]:
+        """The HRQs in ``namespace``, in name order."""
+        return self._by_namespace.get(namespace, ())
+
+
 def covering(forest: Forest, hrqs: Iterable[Hrq], namespace: str) -> list[Hrq]:
     """The HRQs that limit what ``namespace`` uses: its own and those of its ancestors,
     nearest first."""
+    index = hrqs if isinstance(hrqs, HrqIndex) else HrqIndex(hrqs)
     chain = (namespace, *forest.ancestors(namespace))
-    by_namespace: dict[str, list[Hrq]] = {}
-    for hrq in hrqs:
-        by_namespace.setdefault(hrq.namespace, []).append(hrq)
-    return [hrq for name in chain for hrq in sorted(by_namespace.get(name, ()))]
+    return [hrq for name in chain for hrq in index.in_namespace(name)]
 
 
 class Usage(Protocol):
