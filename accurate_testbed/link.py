@@ -1,0 +1,177 @@
+"""A slow network link between a client and a server, for tests and benchmarks: a TCP forwarder
+on 127.0.0.1 that adds, in each direction, a one-way delay and a bandwidth cap, and counts the
+bytes it carried each way.
+
+Each direction is a queue: a byte read from one side leaves the link once the bytes before it
+have (at ``rate`` bytes a second) and ``delay`` seconds after that, as over a real link where
+many bytes are in flight at once; a round trip costs twice the delay. It is an ideal link: no
+loss, no jitter, no slow start, and it queues without bound. ``splice`` carries one connection
+both ways and is what the CONNECT proxy (``accurate_testbed.proxy``) tunnels with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+_CHUNK = 16384
+
+
+@dataclass
+class Shape:
+    """One direction of a link: its one-way ``delay`` in seconds and its ``rate`` in bytes a
+    second (None: as fast as loopback)."""
+
+    delay: float = 0.0
+    rate: float | None = None
+
+    @classmethod
+    def of(cls, round_trip_ms: float, megabits: float | None) -> Shape:
+        """A direction of a link of ``round_trip_ms`` and ``megabits`` per second."""
+        return cls(round_trip_ms / 2000, megabits * 125_000 if megabits else None)
+
+
+@dataclass
+class Counter:
+    """Bytes carried, each way: ``down`` from the server to the client, ``up`` the other way."""
+
+    down: int = 0
+    up: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, downstream: bool, count: int) -> None:
+        with self._lock:
+            if downstream:
+                self.down += count
+            else:
+                self.up += count
+
+    def reset(self) -> None:
+        with self._lock:
+            self.down = self.up = 0
+
+
+def splice(
+    client: socket.socket,
+    server: socket.socket,
+    shape: Shape | None = None,
+    counter: Counter | None = None,
+) -> None:
+    """Carry bytes both ways between two connected sockets until both sides are done, through a
+    link of ``shape`` each way; closes both sockets at the end. Returns at once (daemon threads)."""
+    shape = shape or Shape()
+    ends = threading.Barrier(2, action=lambda: _close(client, server))
+    for source, sink, downstream in ((server, client, True), (client, server, False)):
+        threading.Thread(
+            target=_direction,
+            args=(source, sink, shape, counter, downstream, ends),
+            daemon=True,
+        ).start()
+
+
+def _direction(
+    source: socket.socket,
+    sink: socket.socket,
+    shape: Shape,
+    counter: Counter | None,
+    downstream: bool,
+    ends: threading.Barrier,
+) -> None:
+    """One direction: a reader stamps each chunk with when it may leave the link, a writer
+    sends it then. End of input is passed on as a half-close; an error ends both ways."""
+    in_flight: queue.SimpleQueue[tuple[float, bytes]] = queue.SimpleQueue()
+    writer = threading.Thread(target=_deliver, args=(in_flight, sink, source), daemon=True)
+    writer.start()
+    free_at = 0.0
+    try:
+        while data := source.recv(_CHUNK):
+            now = time.monotonic()
+            sent_at = max(now, free_at) + (len(data) / shape.rate if shape.rate else 0.0)
+            free_at = sent_at
+            if counter is not None:
+                counter.add(downstream, len(data))
+            in_flight.put((sent_at + shape.delay, data))
+    except OSError:
+        pass
+    in_flight.put((0.0, b""))
+    writer.join()
+    with contextlib.suppress(threading.BrokenBarrierError):
+        ends.wait()
+
+
+def _deliver(
+    in_flight: queue.SimpleQueue[tuple[float, bytes]], sink: socket.socket, source: socket.socket
+) -> None:
+    try:
+        while True:
+            due, data = in_flight.get()
+            if not data:
+                sink.shutdown(socket.SHUT_WR)
+                return
+            wait = due - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            sink.sendall(data)
+    except OSError:
+        _close(source, sink)  # the other side is gone: stop reading this one too
+
+
+def stop_listening(listener: socket.socket) -> None:
+    """Close a listening socket and wake the thread waiting in its ``accept`` (on Linux, closing
+    alone leaves it waiting)."""
+    with contextlib.suppress(OSError):
+        listener.shutdown(socket.SHUT_RDWR)
+    listener.close()
+
+
+def _close(*sockets: socket.socket) -> None:
+    for sock in sockets:
+        with contextlib.suppress(OSError):
+            sock.close()
+
+
+class Link:
+    """A link to ``target`` (host, port): connect to ``address`` instead, and each connection
+    is carried through a link of ``shape`` each way; ``counter`` holds the bytes carried."""
+
+    def __init__(self, target: tuple[str, int], shape: Shape | None = None) -> None:
+        self.target = target
+        self.shape = shape or Shape()
+        self.counter = Counter()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.address: tuple[str, int] = self._listener.getsockname()[:2]
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def start(self) -> Link:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop taking connections (those under way end with their peers)."""
+        stop_listening(self._listener)
+        self._thread.join(5)
+
+    def __enter__(self) -> Link:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            for sock in (client, server):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            splice(client, server, self.shape, self.counter)
