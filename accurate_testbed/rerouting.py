@@ -21,7 +21,7 @@ _PATH_FIELDS = ("certificate-authority", "client-certificate", "client-key", "to
 
 def current_cluster(kubeconfig: Path) -> dict[str, Any]:
     """The cluster entry the current context names."""
-    return _cluster_entry(_load(kubeconfig))["cluster"]  # type: ignore[no-any-return]
+    return _cluster_entry(_load(kubeconfig))["cluster"]
 
 
 def server_address(kubeconfig: Path) -> tuple[str, int]:
