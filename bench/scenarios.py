@@ -22,6 +22,7 @@ from accurate_testbed.processes import environment, free_port
 from accurate_testbed.waiting import wait_for
 from bench import controller, population
 from bench.admission import admission
+from bench.network import network
 from bench.population import secrets_path
 from bench.report import Row, median, percentile, seconds
 from bench.startup import startup
@@ -72,6 +73,8 @@ class Sizes:
     admission: tuple[int, ...] = (2000, 10000)
     admission_writes: int = 200
     startup_namespaces: int = 100
+    link: tuple[int, ...] = (100, 2000, 10000)
+    link_controller: int = 2000
 
 
 QUICK = Sizes(
@@ -91,6 +94,8 @@ QUICK = Sizes(
     tree_subtree=30,
     admission=(100,),
     admission_writes=20,
+    link=(50,),
+    link_controller=50,
 )
 
 
@@ -623,4 +628,5 @@ SCENARIOS: dict[str, Callable[[Target, Sizes], list[Row]]] = {
     "treelabels": tree_labels,
     "admission": lambda target, sizes: admission(target, sizes.admission, sizes.admission_writes),
     "startup": startup,
+    "network": network,
 }
