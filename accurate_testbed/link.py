@@ -17,8 +17,10 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 _CHUNK = 16384
+L = TypeVar("L", bound="Listener")
 
 
 @dataclass
@@ -134,19 +136,16 @@ def _close(*sockets: socket.socket) -> None:
             sock.close()
 
 
-class Link:
-    """A link to ``target`` (host, port): connect to ``address`` instead, and each connection
-    is carried through a link of ``shape`` each way; ``counter`` holds the bytes carried."""
+class Listener:
+    """A TCP server on 127.0.0.1 (``address``) that hands each connection it accepts to
+    ``accepted``; ``start`` and ``stop`` it, or use it as a context manager."""
 
-    def __init__(self, target: tuple[str, int], shape: Shape | None = None) -> None:
-        self.target = target
-        self.shape = shape or Shape()
-        self.counter = Counter()
+    def __init__(self) -> None:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.address: tuple[str, int] = self._listener.getsockname()[:2]
         self._thread = threading.Thread(target=self._accept, daemon=True)
 
-    def start(self) -> Link:
+    def start(self: L) -> L:
         self._thread.start()
         return self
 
@@ -155,11 +154,14 @@ class Link:
         stop_listening(self._listener)
         self._thread.join(5)
 
-    def __enter__(self) -> Link:
+    def __enter__(self: L) -> L:
         return self.start()
 
     def __exit__(self, *_: object) -> None:
         self.stop()
+
+    def accepted(self, client: socket.socket) -> None:
+        raise NotImplementedError
 
     def _accept(self) -> None:
         while True:
@@ -167,11 +169,25 @@ class Link:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            try:
-                server = socket.create_connection(self.target)
-            except OSError:
-                client.close()
-                continue
-            for sock in (client, server):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            splice(client, server, self.shape, self.counter)
+            self.accepted(client)
+
+
+class Link(Listener):
+    """A link to ``target`` (host, port): connect to ``address`` instead, and each connection
+    is carried through a link of ``shape`` each way; ``counter`` holds the bytes carried."""
+
+    def __init__(self, target: tuple[str, int], shape: Shape | None = None) -> None:
+        super().__init__()
+        self.target = target
+        self.shape = shape or Shape()
+        self.counter = Counter()
+
+    def accepted(self, client: socket.socket) -> None:
+        try:
+            server = socket.create_connection(self.target)
+        except OSError:
+            client.close()
+            return
+        for sock in (client, server):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        splice(client, server, self.shape, self.counter)

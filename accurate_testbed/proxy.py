@@ -16,9 +16,9 @@ import socket
 import ssl
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from accurate_testbed.link import Counter, Shape, splice, stop_listening
+from accurate_testbed.link import Counter, Listener, Shape, splice
 
 _TIMEOUT = 10.0
 
@@ -32,22 +32,25 @@ class Tunnel:
     status: int
 
 
-@dataclass
-class ConnectProxy:
+class ConnectProxy(Listener):
     """The proxy on 127.0.0.1. ``credentials`` (user, password) makes it ask for them; ``tls``
-    makes it an https proxy; ``hosts`` maps names to the addresses it connects to."""
+    makes it an https proxy; ``hosts`` maps names to the addresses it connects to; ``shape``
+    puts a link behind each tunnel. ``tunnels`` lists what it was asked for, ``counter`` the
+    bytes its tunnels carried."""
 
-    credentials: tuple[str, str] | None = None
-    tls: ssl.SSLContext | None = None
-    hosts: Mapping[str, str] = field(default_factory=dict)
-    shape: Shape | None = None
-    tunnels: list[Tunnel] = field(default_factory=list)
-    counter: Counter = field(default_factory=Counter)
-
-    def __post_init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self._listener.getsockname()[1]
-        self._thread = threading.Thread(target=self._accept, daemon=True)
+    def __init__(
+        self,
+        credentials: tuple[str, str] | None = None,
+        tls: ssl.SSLContext | None = None,
+        hosts: Mapping[str, str] | None = None,
+        shape: Shape | None = None,
+    ) -> None:
+        super().__init__()
+        self.credentials, self.tls, self.shape = credentials, tls, shape
+        self.hosts = dict(hosts or {})
+        self.port = self.address[1]
+        self.tunnels: list[Tunnel] = []
+        self.counter = Counter()
 
     def url(self, credentials: tuple[str, str] | None = None) -> str:
         """The proxy's URL, with ``credentials`` as its user info when given."""
@@ -55,27 +58,8 @@ class ConnectProxy:
         user = f"{credentials[0]}:{credentials[1]}@" if credentials else ""
         return f"{scheme}://{user}127.0.0.1:{self.port}"
 
-    def start(self) -> ConnectProxy:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        stop_listening(self._listener)
-        self._thread.join(5)
-
-    def __enter__(self) -> ConnectProxy:
-        return self.start()
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+    def accepted(self, client: socket.socket) -> None:
+        threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
         try:
