@@ -8,7 +8,10 @@ with compression turned off (``--disable-compression``, the kubeconfig's
 ``disable-compression``): what the adapter received before it asked for gzip.
 
 The in-memory API server runs in a process of its own (``Target.apart``), as for start-up:
-clients are timed while they wait on it. Runs are interleaved, medians reported.
+clients are timed while they wait on it. ``list`` runs as the console script of a pip install
+(``bench.startup.console_script``: not the development install, whose import finder costs every
+start 30 ms), straight, as ``kubectl get`` does: kubectl's plugin dispatch costs every plugin the
+same. Runs are interleaved, medians reported.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from accurate_testbed.processes import environment
 from accurate_testbed.rerouting import rerouted, server_address
 from bench import controller, population
 from bench.report import Row, median, seconds
+from bench.startup import console_script
 from bench.target import Target
 
 if TYPE_CHECKING:  # bench.scenarios lists this scenario, so it cannot be imported at run time
@@ -37,18 +41,19 @@ SMALL_RATIO = 1.2
 SMALL = 100
 BYTES_SHARE = 0.1
 KUBECTL = ("kubectl", "get", "ns", "-o", "name")
-LIST = ("kubectl", "accurate", "list")
-UNCOMPRESSED = (*LIST, "--disable-compression")
+LIST = ("list",)
+UNCOMPRESSED = ("list", "--disable-compression")
 
 
 def network(target: Target, sizes: Sizes) -> list[Row]:
     rows: list[Row] = []
+    plugin = console_script(target.scratch("console-")).commands["list"][0]
     with target.apart() as served:
         for size in sizes.link:
             _converged(served, size)
-            rows += _loopback(served, size, sizes.runs)
+            rows += _loopback(served, plugin, size, sizes.runs)
             for megabits in LINKS:
-                rows += _through_link(served, size, megabits, sizes.runs)
+                rows += _through_link(served, plugin, size, megabits, sizes.runs)
         _converged(served, sizes.link_controller)
         rows += _controller_first_pass(served, sizes.link_controller)
     return rows
@@ -64,13 +69,13 @@ def _converged(target: Target, size: int) -> None:
     running.stop()
 
 
-def _loopback(target: Target, size: int, runs: int) -> list[Row]:
+def _loopback(target: Target, plugin: str, size: int, runs: int) -> list[Row]:
     env = _env(target, target.kubeconfig)
-    times = _interleaved((KUBECTL, LIST), env, runs, None)
+    times = _interleaved(plugin, (KUBECTL, LIST), env, runs, None)
     return _compared(f"12 network, {size} ns, loopback", size, times, {})
 
 
-def _through_link(target: Target, size: int, megabits: float, runs: int) -> list[Row]:
+def _through_link(target: Target, plugin: str, size: int, megabits: float, runs: int) -> list[Row]:
     with Link(server_address(target.kubeconfig), Shape.of(ROUND_TRIP_MS, megabits)) as link:
         config = rerouted(
             target.kubeconfig,
@@ -78,7 +83,7 @@ def _through_link(target: Target, size: int, megabits: float, runs: int) -> list
             f"https://127.0.0.1:{link.address[1]}",
         )
         env = _env(target, config)
-        times = _interleaved((KUBECTL, LIST, UNCOMPRESSED), env, runs, link)
+        times = _interleaved(plugin, (KUBECTL, LIST, UNCOMPRESSED), env, runs, link)
     name = f"12 network, {size} ns, {megabits:g} Mbit/s, {ROUND_TRIP_MS:g} ms RTT"
     return _compared(name, size, times, _bytes(times))
 
@@ -91,19 +96,25 @@ Samples = dict[tuple[str, ...], list[tuple[float, int]]]
 
 
 def _interleaved(
-    commands: Sequence[tuple[str, ...]], env: dict[str, str], runs: int, link: Link | None
+    plugin: str,
+    commands: Sequence[tuple[str, ...]],
+    env: dict[str, str],
+    runs: int,
+    link: Link | None,
 ) -> Samples:
-    """Each command once to warm caches (kubectl's discovery, the plugin's API version), then
-    ``runs`` rounds of all of them: (seconds, bytes received) per run."""
-    for command in commands:
-        _run(command, env)
+    """Each command (kubectl's, or the plugin's arguments) once to warm caches (kubectl's
+    discovery, the plugin's API version), then ``runs`` rounds of all of them: (seconds, bytes
+    received) per run, by command."""
+    lines = {command: command if command == KUBECTL else (plugin, *command) for command in commands}
+    for line in lines.values():
+        _run(line, env)
     samples: Samples = {command: [] for command in commands}
     for _ in range(runs):
         for command in commands:
             if link is not None:
                 link.counter.reset()
             started = time.monotonic()
-            _run(command, env)
+            _run(lines[command], env)
             taken = time.monotonic() - started
             samples[command].append((taken, link.counter.down if link is not None else 0))
     return samples
