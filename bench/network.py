@@ -140,7 +140,7 @@ def _compared(
     ratio = took[LIST] / took[KUBECTL]
     rows = [
         Row(name, "kubectl get ns -o name (median)", seconds(took[KUBECTL])),
-        Row(name, "kubectl accurate list (median)", seconds(took[LIST])),
+        Row(name, "list, console script (median)", seconds(took[LIST])),
         Row(name, "list: ratio to kubectl", f"{ratio:.2f}", f"<= {limit:g}", ratio <= limit),
     ]
     if received:
