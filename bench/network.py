@@ -89,7 +89,11 @@ def _through_link(target: Target, plugin: str, size: int, megabits: float, runs:
 
 
 def _env(target: Target, kubeconfig: Path) -> dict[str, str]:
-    return environment(KUBECONFIG=str(kubeconfig), KUBECACHEDIR=str(target.scratch("kubectl-")))
+    """A user's shell: its own kubectl cache, and ``.pyc`` files kept, as a pip install keeps
+    them (without, every run would compile the plugin's modules again, as in scenario 11)."""
+    env = environment(KUBECONFIG=str(kubeconfig), KUBECACHEDIR=str(target.scratch("kubectl-")))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 Samples = dict[tuple[str, ...], list[tuple[float, int]]]
