@@ -2,11 +2,12 @@
 on 127.0.0.1 that adds, in each direction, a one-way delay and a bandwidth cap, and counts the
 bytes it carried each way.
 
-Each direction is a queue: a byte read from one side leaves the link once the bytes before it
-have (at ``rate`` bytes a second) and ``delay`` seconds after that, as over a real link where
-many bytes are in flight at once; a round trip costs twice the delay. It is an ideal link: no
-loss, no jitter, no slow start, and it queues without bound. ``splice`` carries one connection
-both ways and is what the CONNECT proxy (``accurate_testbed.proxy``) tunnels with.
+Each direction is a wire that every connection over the link shares, as they share a real one:
+a byte read from one side leaves once the bytes before it have (at ``rate`` bytes a second,
+whichever connection they belong to) and arrives ``delay`` seconds after that, with many bytes
+in flight at once; a round trip costs twice the delay. It is an ideal link: no loss, no jitter,
+no slow start, and it queues without bound. ``splice`` carries one connection both ways and is
+what the CONNECT proxy (``accurate_testbed.proxy``) tunnels with.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import queue
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import NamedTuple, TypeVar
 
 _CHUNK = 16384
 L = TypeVar("L", bound="Listener")
@@ -37,66 +38,64 @@ class Shape:
         return cls(round_trip_ms / 2000, megabits * 125_000 if megabits else None)
 
 
-@dataclass
-class Counter:
-    """Bytes carried, each way: ``down`` from the server to the client, ``up`` the other way."""
+class Wire:
+    """One direction of a link, shared by every connection over it: bytes leave it one after the
+    other at its rate, then take its delay to arrive. ``carried`` counts them."""
 
-    down: int = 0
-    up: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    def __init__(self, shape: Shape) -> None:
+        self.shape = shape
+        self.carried = 0
+        self._free_at = 0.0
+        self._lock = threading.Lock()
 
-    def add(self, downstream: bool, count: int) -> None:
+    def send(self, count: int) -> float:
+        """When ``count`` bytes read now arrive at the far end (a ``time.monotonic`` time)."""
+        rate, delay = self.shape.rate, self.shape.delay
         with self._lock:
-            if downstream:
-                self.down += count
-            else:
-                self.up += count
+            self._free_at = max(time.monotonic(), self._free_at) + (count / rate if rate else 0.0)
+            self.carried += count
+            return self._free_at + delay
 
     def reset(self) -> None:
         with self._lock:
-            self.down = self.up = 0
+            self.carried = 0
 
 
-def splice(
-    client: socket.socket,
-    server: socket.socket,
-    shape: Shape | None = None,
-    counter: Counter | None = None,
-) -> None:
-    """Carry bytes both ways between two connected sockets until both sides are done, through a
-    link of ``shape`` each way; closes both sockets at the end. Returns at once (daemon threads)."""
-    shape = shape or Shape()
+class Wires(NamedTuple):
+    """Both directions of a link: ``down`` from the server to the client, ``up`` the other way."""
+
+    down: Wire
+    up: Wire
+
+    @classmethod
+    def of(cls, shape: Shape | None) -> Wires:
+        return cls(Wire(shape or Shape()), Wire(shape or Shape()))
+
+    def reset(self) -> None:
+        """Count from zero again."""
+        self.down.reset()
+        self.up.reset()
+
+
+def splice(client: socket.socket, server: socket.socket, wires: Wires) -> None:
+    """Carry bytes both ways between two connected sockets until both sides are done, over
+    ``wires``; closes both sockets at the end. Returns at once (daemon threads)."""
     ends = threading.Barrier(2, action=lambda: _close(client, server))
-    for source, sink, downstream in ((server, client, True), (client, server, False)):
-        threading.Thread(
-            target=_direction,
-            args=(source, sink, shape, counter, downstream, ends),
-            daemon=True,
-        ).start()
+    for source, sink, wire in ((server, client, wires.down), (client, server, wires.up)):
+        threading.Thread(target=_direction, args=(source, sink, wire, ends), daemon=True).start()
 
 
 def _direction(
-    source: socket.socket,
-    sink: socket.socket,
-    shape: Shape,
-    counter: Counter | None,
-    downstream: bool,
-    ends: threading.Barrier,
+    source: socket.socket, sink: socket.socket, wire: Wire, ends: threading.Barrier
 ) -> None:
-    """One direction: a reader stamps each chunk with when it may leave the link, a writer
-    sends it then. End of input is passed on as a half-close; an error ends both ways."""
+    """One direction: a reader stamps each chunk with when it arrives, a writer sends it then.
+    End of input is passed on as a half-close; an error ends both ways."""
     in_flight: queue.SimpleQueue[tuple[float, bytes]] = queue.SimpleQueue()
     writer = threading.Thread(target=_deliver, args=(in_flight, sink, source), daemon=True)
     writer.start()
-    free_at = 0.0
     try:
         while data := source.recv(_CHUNK):
-            now = time.monotonic()
-            sent_at = max(now, free_at) + (len(data) / shape.rate if shape.rate else 0.0)
-            free_at = sent_at
-            if counter is not None:
-                counter.add(downstream, len(data))
-            in_flight.put((sent_at + shape.delay, data))
+            in_flight.put((wire.send(len(data)), data))
     except OSError:
         pass
     in_flight.put((0.0, b""))
@@ -173,14 +172,13 @@ class Listener:
 
 
 class Link(Listener):
-    """A link to ``target`` (host, port): connect to ``address`` instead, and each connection
-    is carried through a link of ``shape`` each way; ``counter`` holds the bytes carried."""
+    """A link to ``target`` (host, port): connect to ``address`` instead, and every connection
+    is carried over the same ``wires``, of ``shape`` each way, which count the bytes."""
 
     def __init__(self, target: tuple[str, int], shape: Shape | None = None) -> None:
         super().__init__()
         self.target = target
-        self.shape = shape or Shape()
-        self.counter = Counter()
+        self.wires = Wires.of(shape)
 
     def accepted(self, client: socket.socket) -> None:
         try:
@@ -190,4 +188,4 @@ class Link(Listener):
             return
         for sock in (client, server):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        splice(client, server, self.shape, self.counter)
+        splice(client, server, self.wires)

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from accurate_testbed.link import Counter, Listener, Shape, splice
+from accurate_testbed.link import Listener, Shape, Wires, splice
 
 _TIMEOUT = 10.0
 
@@ -35,8 +35,8 @@ class Tunnel:
 class ConnectProxy(Listener):
     """The proxy on 127.0.0.1. ``credentials`` (user, password) makes it ask for them; ``tls``
     makes it an https proxy; ``hosts`` maps names to the addresses it connects to; ``shape``
-    puts a link behind each tunnel. ``tunnels`` lists what it was asked for, ``counter`` the
-    bytes its tunnels carried."""
+    puts its tunnels over one link of that shape. ``tunnels`` lists what it was asked for,
+    ``wires`` count the bytes its tunnels carried."""
 
     def __init__(
         self,
@@ -46,11 +46,11 @@ class ConnectProxy(Listener):
         shape: Shape | None = None,
     ) -> None:
         super().__init__()
-        self.credentials, self.tls, self.shape = credentials, tls, shape
+        self.credentials, self.tls = credentials, tls
         self.hosts = dict(hosts or {})
         self.port = self.address[1]
         self.tunnels: list[Tunnel] = []
-        self.counter = Counter()
+        self.wires = Wires.of(shape)
 
     def url(self, credentials: tuple[str, str] | None = None) -> str:
         """The proxy's URL, with ``credentials`` as its user info when given."""
@@ -92,7 +92,7 @@ class ConnectProxy(Listener):
             return self._answer(client, target, user, 502, "Bad Gateway")
         self._answer(client, target, user, 200, "Connection established", close=False)
         client.settimeout(None)
-        splice(client, server, self.shape, self.counter)
+        splice(client, server, self.wires)
 
     def _answer(
         self,

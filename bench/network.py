@@ -116,11 +116,11 @@ def _interleaved(
     for _ in range(runs):
         for command in commands:
             if link is not None:
-                link.counter.reset()
+                link.wires.reset()
             started = time.monotonic()
             _run(lines[command], env)
             taken = time.monotonic() - started
-            samples[command].append((taken, link.counter.down if link is not None else 0))
+            samples[command].append((taken, link.wires.down.carried if link is not None else 0))
     return samples
 
 
@@ -187,7 +187,7 @@ def _controller_first_pass(target: Target, size: int) -> list[Row]:
             running = controller.start(target, kubeconfig=config)
             controller.wait_for_pass(running)
             taken = time.monotonic() - started
-            received = link.counter.down
+            received = link.wires.down.carried
             running.stop()
         how = "" if compressed else " (disable-compression)"
         rows += [

@@ -81,7 +81,7 @@ def _received(kubeconfig: Path, folder: Path, path: str, **given: Any) -> tuple[
         )
         kube = Kube.connect(ConnectionOptions(kubeconfig=str(config), disable_compression=flag))
         found = kube.get(path)
-        return link.counter.down, found
+        return link.wires.down.carried, found
 
 
 def test_the_adapter_asks_for_gzip_unless_told_not_to(

@@ -131,9 +131,9 @@ def test_disable_compression_reads_the_whole_list_uncompressed(
     with Link(server_address(kubeconfig)) as link:
         config = rerouted(kubeconfig, tmp_path / "linked", f"https://127.0.0.1:{link.address[1]}")
         for flags in ((), ("--disable-compression",)):
-            link.counter.reset()
+            link.wires.reset()
             outputs.add(plugin("list", *flags, kubeconfig=config))
-            received[flags] = link.counter.down
+            received[flags] = link.wires.down.carried
     assert len(outputs) == 1
     assert received[()] * 5 < received[("--disable-compression",)]
 
