@@ -26,6 +26,7 @@ from controller import health, selfcheck
 from controller.applier import Applier
 from controller.cache import Cache, mirrored
 from controller.events import Recorder
+from controller.generated_notice import GeneratedNotice
 from controller.leader import LeaderElector
 from controller.logs import setup_logging
 from controller.loop import Leadership, Loop
@@ -37,7 +38,13 @@ from controller.throttle import Throttle
 from controller.webhook_process import WebhookProcess, WebhookProcessError, WebhookSettings
 from controller.writes import Writer
 from libaccurate import __version__, subnamespaces
-from libaccurate.config import Config, ConfigError, parse_config, resolve_watches
+from libaccurate.config import (
+    Config,
+    ConfigError,
+    parse_config,
+    resolve_watches,
+    tenant_overrides,
+)
 from libaccurate.constants import SUBNAMESPACE_KIND, SUBNAMESPACE_PLURAL
 from libaccurate.network.kube import ConnectionOptions, Kube, KubeError
 from libaccurate.network.kubeconfig import load_credentials
@@ -115,6 +122,8 @@ def start(options: Options, stop: threading.Event) -> Controller:
     """Check everything the controller needs and start it; raises what prevents it."""
     lease_namespace = _lease_namespace(options)
     config = _read_config(options.config_file)
+    for warning in tenant_overrides(config):
+        log.warning(warning)
     kube = Kube(
         load_credentials(ConnectionOptions(kubeconfig=options.kubeconfig)),
         timeout=REQUEST_TIMEOUT,
@@ -133,19 +142,18 @@ def start(options: Options, stop: threading.Event) -> Controller:
     throttle = Throttle.for_qps(options.qps)
     cache = Cache(kube, mirrored(watched, options.propagate_generated), options.resync_period)
     is_leader: Callable[[], bool] = (lambda: elector.is_leader) if elector else (lambda: True)
+    recorder = Recorder(kube, throttle, identity, stop)
     writer = Writer(
         kube,
         watched,
-        Recorder(kube, throttle, identity, stop),
+        recorder,
         throttle,
         metrics,
         may_write=lambda: not stop.is_set() and is_leader(),
         stop=stop,
     )
     applier = Applier(writer, metrics, options.workers)
-    owners = None
-    if options.propagate_generated:
-        owners = Owners(kube, discovery, throttle, stop, options.resync_period)
+    owners = Owners(kube, discovery, throttle, stop, options.resync_period)
     loop = Loop(
         cache,
         config,
@@ -154,7 +162,7 @@ def start(options: Options, stop: threading.Event) -> Controller:
         metrics,
         Leadership(is_leader, elector.wait_until_leader if elector else lambda _: True),
         options.resync_period,
-        owners,
+        owners if options.propagate_generated else None,
         Sudoers(kube) if any(keeps_sudoers(w) for w in watched) else None,
     )
     loop_thread = threading.Thread(target=loop.run, args=(stop,), name="loop", daemon=True)
@@ -165,6 +173,11 @@ def start(options: Options, stop: threading.Event) -> Controller:
         threading.Thread(target=elector.run, args=(stop,), name="leader", daemon=True).start()
     cache.start(stop)
     loop_thread.start()
+    if not options.propagate_generated:
+        notice = GeneratedNotice(cache, watched, owners, recorder, writer.may_write)
+        threading.Thread(
+            target=notice.run, args=(stop, options.resync_period), name="notice", daemon=True
+        ).start()
     log.info(
         "started",
         extra={

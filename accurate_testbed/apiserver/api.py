@@ -15,15 +15,15 @@ import datetime
 import json
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import yaml
 
-from accurate_testbed.apiserver import crds, errors, paging, schema, validate
+from accurate_testbed.apiserver import conversion, crds, errors, paging, schema, validate
 from accurate_testbed.apiserver.defaults import apply_builtin_defaults
-from accurate_testbed.apiserver.errors import ApiError
+from accurate_testbed.apiserver.errors import ApiError, GoStruct
 from accurate_testbed.apiserver.managedfields import ApplyConflict, record_update, server_side_apply
 from accurate_testbed.apiserver.paging import ListOptions
 from accurate_testbed.apiserver.patching import (
@@ -42,7 +42,6 @@ from accurate_testbed.apiserver.resources import (
 )
 from accurate_testbed.apiserver.selectors import selector
 from accurate_testbed.apiserver.store import Expired, Store
-from accurate_testbed.apiserver.validate import GoStruct
 from accurate_testbed.apiserver.webhooks import WebhookConfigurations
 from libaccurate.validation import FieldError
 
@@ -137,6 +136,13 @@ class Admit(Protocol):
     def validate(self, attempt: Attempt) -> None: ...
 
 
+class LastAdmission(Protocol):
+    """The validating plugin that runs after the webhooks (``apiserver.quota``): it may write
+    other objects through this API before the write it admits is stored."""
+
+    def validate(self, attempt: Attempt) -> None: ...
+
+
 def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -173,6 +179,8 @@ class Api:
         self.admit = admit
         self.guard = guard
         self.reviewer = reviewer
+        # Set once the server is assembled: the ResourceQuota plugin writes through this API.
+        self.quota: LastAdmission | None = None
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -219,14 +227,29 @@ class Api:
             "kind": f"{resource.kind}List",
             "apiVersion": resource.api_version,
             "metadata": metadata,
-            "items": [self.view(resource, item) for item in page.items],
+            "items": self.views(resource, page.items, listing=True),
         }
 
     def view(self, resource: Resource, obj: Obj) -> Obj:
         """The object as served at the resource's version (one storage form for all versions)."""
-        if obj.get("apiVersion") == resource.api_version:
-            return obj
-        return {**obj, "apiVersion": resource.api_version}
+        return self.views(resource, [obj])[0]
+
+    def views(
+        self, resource: Resource, objects: Sequence[Obj], listing: bool = False
+    ) -> Sequence[Obj]:
+        """The objects as served at the resource's version: those stored at another are
+        converted by the CRD's conversion webhook when it has one (all in one review), or
+        only relabelled when its strategy is None."""
+        wanted = resource.api_version
+        others = [obj for obj in objects if obj.get("apiVersion") != wanted]
+        if not others:
+            return objects
+        converted: Iterator[Obj]
+        if resource.conversion is None:
+            converted = iter([{**obj, "apiVersion": wanted} for obj in others])
+        else:
+            converted = iter(conversion.convert(resource.conversion, others, wanted, listing))
+        return [obj if obj.get("apiVersion") == wanted else next(converted) for obj in objects]
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -556,6 +579,8 @@ class Api:
             raise errors.invalid(resource.group, resource.kind, obj["metadata"]["name"], issues)
         if self.admit is not None:
             self.admit.validate(dataclasses.replace(attempt, obj=obj))
+        if self.quota is not None:
+            self.quota.validate(dataclasses.replace(attempt, obj=obj))
         if resource.group == ADMISSION:
             configurations = [obj]
             WebhookConfigurations.from_objects(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accurate_testbed.apiserver import crds
+from accurate_testbed.apiserver.conversion import ConversionWebhook
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
@@ -39,6 +40,8 @@ class Resource:
     extra_subresources: tuple[str, ...] = field(default=())
     # A custom resource whose CRD is being deleted: served, but new objects are refused.
     terminating: bool = False
+    # A custom resource whose CRD converts between versions through a webhook.
+    conversion: ConversionWebhook | None = None
 
     @property
     def api_version(self) -> str:
@@ -83,6 +86,14 @@ BUILTINS: tuple[Resource, ...] = (
     _builtin("", "v1", "services", "Service", short_names=("svc",), has_status=True),
     _builtin("", "v1", "events", "Event", short_names=("ev",)),
     _builtin("", "v1", "resourcequotas", "ResourceQuota", short_names=("quota",), has_status=True),
+    _builtin(
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        short_names=("pvc",),
+        has_status=True,
+    ),
     _builtin("", "v1", "limitranges", "LimitRange", short_names=("limits",)),
     _builtin("events.k8s.io", "v1", "events", "Event", short_names=("ev",)),
     _builtin(RBAC, "v1", "roles", "Role"),
@@ -98,6 +109,9 @@ BUILTINS: tuple[Resource, ...] = (
         has_generation=True,
     ),
     _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
+    _builtin(
+        "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)
+    ),
     _builtin(
         "apps",
         "v1",
@@ -179,6 +193,7 @@ BUILTIN_GROUP_ORDER = (
     "apps",
     RBAC,
     "networking.k8s.io",
+    "scheduling.k8s.io",
     "coordination.k8s.io",
     ADMISSION,
     APIEXTENSIONS,
@@ -212,6 +227,7 @@ def resources_of_crd(crd: dict[str, Any]) -> list[Resource]:
                 printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
                 categories=tuple(names.get("categories") or ()),
                 terminating=crds.is_terminating(crd),
+                conversion=ConversionWebhook.of_crd(crd),
             )
         )
     return result
