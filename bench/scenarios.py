@@ -22,6 +22,7 @@ from accurate_testbed.processes import environment, free_port
 from accurate_testbed.waiting import wait_for
 from bench import controller, population
 from bench.admission import admission
+from bench.network import network
 from bench.population import secrets_path
 from bench.quota import quota_admission
 from bench.report import Row, median, percentile, seconds
@@ -76,6 +77,8 @@ class Sizes:
     quota: tuple[int, ...] = (2000, 10000)
     quota_hrqs: int = 1000
     quota_writes: int = 200
+    link: tuple[int, ...] = (100, 2000, 10000)
+    link_controller: int = 2000
 
 
 QUICK = Sizes(
@@ -98,6 +101,8 @@ QUICK = Sizes(
     quota=(300,),
     quota_hrqs=20,
     quota_writes=20,
+    link=(50,),
+    link_controller=50,
 )
 
 
@@ -634,4 +639,5 @@ SCENARIOS: dict[str, Callable[[Target, Sizes], list[Row]]] = {
     "quota": lambda target, sizes: quota_admission(
         target, sizes.quota, sizes.quota_hrqs, sizes.quota_writes
     ),
+    "network": network,
 }

@@ -35,6 +35,8 @@ HELP = (
     "  --insecure-skip-tls-verify    Do not check the server's certificate\n"
     '                                (insecure).\n'
     '  --tls-server-name NAME        Server name to use for certificate validation.\n'
+    '  --disable-compression         Do not ask the server to compress its\n'
+    '                                responses.\n'
     '  --request-timeout DURATION    How long to wait for one server request (30s,\n'
     '                                1m; 0 means no limit).\n'
     '  -n, --namespace NS            The current namespace, where a user who may\n'
