@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -37,6 +37,50 @@ class Parsed(NamedTuple):
     obj: Mapping[str, Any]
     spec: Spec
     hrq: quota.Hrq | None
+
+
+class ParsedHrqs:
+    """The cached HRQs, each parsed once per spec, and their index by namespace.
+
+    The keeper writes HRQ statuses after nearly every counted write. The cache replaces only
+    the object written, and a status write does not move ``metadata.generation``: so an update
+    costs a look at which cached objects are new (by identity), and a parse only of those whose
+    uid or generation changed; the index is built again only when an HRQ's spec did, or an
+    HRQ came or went.
+    """
+
+    def __init__(self) -> None:
+        self.index = quota.HrqIndex(())
+        self._by_id: dict[int, Parsed] = {}
+        self._by_key: dict[quota.QuotaKey, Parsed] = {}
+
+    def update(self, objects: Sequence[Mapping[str, Any]]) -> None:
+        known = self._by_id
+        fresh = [o for o in objects if (p := known.get(id(o))) is None or p.obj is not o]
+        changed = [self._take(obj) for obj in fresh]
+        gone = self._forget(objects) if len(known) != len(objects) else False
+        if any(changed) or gone:
+            self.index = quota.HrqIndex(p.hrq for p in self._by_key.values() if p.hrq)
+
+    def _take(self, obj: Mapping[str, Any]) -> bool:
+        """Hold ``obj`` in place of what its HRQ was; whether that changed its spec."""
+        key, spec = _spec_of(obj)
+        before = self._by_key.get(key)
+        if before is not None:
+            del self._by_id[id(before.obj)]
+        same = before is not None and before.spec == spec
+        hrq = before.hrq if before is not None and same else _parsed(obj)
+        self._by_id[id(obj)] = self._by_key[key] = Parsed(key, obj, spec, hrq)
+        return not same
+
+    def _forget(self, objects: Sequence[Mapping[str, Any]]) -> bool:
+        """Drop the HRQs no longer cached; whether there were any."""
+        present = {id(obj) for obj in objects}
+        gone = [p for i, p in self._by_id.items() if i not in present]
+        for parsed in gone:
+            del self._by_id[id(parsed.obj)]
+            del self._by_key[parsed.key]
+        return bool(gone)
 
 
 MoveCheck = Callable[[str, "str | None", Forest], "str | None"]
@@ -73,11 +117,9 @@ class QuotaReviews:
         self._lock = threading.Lock()
         # Parsed statuses by quota, with the resourceVersion they were parsed at.
         self._parsed: dict[quota.QuotaKey, Seen] = {}
-        # The HRQs as last parsed, and the cache generation they were parsed at.
-        self._hrqs: tuple[int, quota.HrqIndex] = (-1, quota.HrqIndex(()))
-        # Each HRQ parsed once per spec, by key (the cached object last looked at, unchanged
-        # while it is the same object, its uid and generation, and what it parsed to).
-        self._specs: dict[quota.QuotaKey, Parsed] = {}
+        # The HRQs as last parsed, and the cache generation they were looked at.
+        self._hrqs = ParsedHrqs()
+        self._hrqs_at = -1
 
     def validate_status(self, body: Any) -> Answer:
         request = admission_request(body, "", "ResourceQuota", needs_name=True)
@@ -137,34 +179,12 @@ class QuotaReviews:
         return quota.review_move(forest, self._current_hrqs(), self._ledger, name, parent)
 
     def _current_hrqs(self) -> quota.HrqIndex:
-        """The cached HRQs, indexed again only when one was added, removed or got a new spec.
-
-        The keeper writes HRQ statuses after nearly every counted write; a status write does
-        not move ``metadata.generation``, so it costs a look at each HRQ's generation, not a
-        parse of every HRQ.
-        """
+        """The cached HRQs, looked at again only when one of them changed."""
         generation = self._cache.generation(HRQS)
-        if self._hrqs[0] == generation:
-            return self._hrqs[1]
-        objects = self._cache.items(HRQS)
-        changed = len(objects) != len(self._specs)
-        seen = {id(p.obj): p for p in self._specs.values()}
-        specs = {}
-        for obj in objects:
-            known = seen.get(id(obj))
-            if known is None or known.obj is not obj:
-                key, spec = _spec_of(obj)
-                before = self._specs.get(key)
-                same = before is not None and before.spec == spec
-                known = Parsed(key, obj, spec, before.hrq if same and before else _parsed(obj))
-                changed = changed or not same
-            specs[known.key] = known
-        self._specs = specs
-        index = self._hrqs[1]
-        if changed:
-            index = quota.HrqIndex(p.hrq for p in specs.values() if p.hrq is not None)
-        self._hrqs = (generation, index)
-        return index
+        if self._hrqs_at != generation:
+            self._hrqs.update(self._cache.items(HRQS))
+            self._hrqs_at = generation
+        return self._hrqs.index
 
     def _seen(self, key: quota.QuotaKey) -> Seen | None:
         """A cached quota's version and usage, parsed once per version."""

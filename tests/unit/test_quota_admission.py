@@ -107,3 +107,14 @@ def test_an_hrq_made_again_under_the_same_name_is_read_again() -> None:
     cache.put(HRQ_QUOTAS, counted("1", 11))
     cache.put(HRQS, hrq("1", generation=1, uid="u2"))
     assert not review(reviews, counted("1", 11), counted("2", 11))
+
+
+def test_a_deleted_hrq_limits_nothing_any_more() -> None:
+    cache = Cached()
+    cache.put(HRQS, hrq("1", generation=1))
+    reviews = QuotaReviews(cache, kube=None)  # type: ignore[arg-type]
+    cache.put(HRQ_QUOTAS, counted("1", 10))
+    assert not review(reviews, counted("1", 10), counted("2", 10))
+    del cache.objects[HRQS][("team", "cap")]
+    cache.changes += 1
+    assert review(reviews, counted("1", 10), counted("2", 10))
