@@ -1,11 +1,13 @@
 """The pace of the controller's requests: the client-side rate limit and pauses after failures.
 
-A token bucket, like client-go's, enforces --apiserver-qps-throttle: a full bucket lets a short
-burst through at once, then requests go out at the steady rate, so a large fan-out cannot swamp
-the API server whatever the number of workers. A rate of 0 turns the limit off, for clusters
-whose API server protects itself (API Priority and Fairness) and operators who want the
-server's pace rather than the client's. Growing pauses keep a failing call (a watch, a
-write the server keeps refusing) from turning into a tight loop.
+--apiserver-qps-throttle is applied as the Go controller applies it: controller-runtime gives
+each resource kind a client of its own, and client-go gives each client a token bucket of its
+own, so the limit holds per kind (Namespaces, SubNamespaces, each watched kind, Events), not
+for the controller as a whole. A full bucket lets a short burst through at once, then requests
+of that kind go out at the steady rate. Unset (0, the default since the Go controller of
+2026-04), there is no client-side limit: the API server's priority and fairness sets the pace,
+as controller-runtime leaves it. Growing pauses keep a failing call (a watch, a write the
+server keeps refusing) from turning into a tight loop.
 """
 
 from __future__ import annotations
@@ -52,6 +54,26 @@ class Throttle:
                 pause = (1 - self._tokens) / self._rate
             if stop.wait(pause):
                 return False
+
+
+class Throttles:
+    """One ``Throttle`` per resource kind, each allowing ``qps`` requests a second (none at
+    all when ``qps`` is 0); made on first use, shared by threads."""
+
+    def __init__(self, qps: float) -> None:
+        if qps < 0:
+            raise ValueError(f"the request rate must not be negative, not {qps}")
+        self.qps = qps
+        self._buckets: dict[str, Throttle] = {}
+        self._lock = threading.Lock()
+
+    def of(self, resource: str) -> Throttle:
+        """The bucket of ``resource`` (a kind's resource name, ``namespaces``, ``events``)."""
+        with self._lock:
+            found = self._buckets.get(resource)
+            if found is None:
+                found = self._buckets[resource] = Throttle.for_qps(self.qps)
+            return found
 
 
 class Backoff:
