@@ -142,17 +142,25 @@ def start(options: Options, stop: threading.Event) -> Controller:
     throttles = Throttles(options.qps)
     cache = Cache(kube, mirrored(watched, options.propagate_generated), options.resync_period)
     is_leader: Callable[[], bool] = (lambda: elector.is_leader) if elector else (lambda: True)
-    writer = Writer(
-        kube,
-        watched,
-        Recorder(kube, throttles.of("events"), identity, stop),
-        throttles,
-        metrics,
-        may_write=lambda: not stop.is_set() and is_leader(),
-        stop=stop,
-        lookup=cache.get,
+    recorder = Recorder(kube, throttles.of("events"), identity, stop)
+    writers = [
+        Writer(
+            kube,
+            watched,
+            recorder,
+            throttles,
+            metrics,
+            may_write=lambda: not stop.is_set() and is_leader(),
+            stop=stop,
+            lookup=cache.get,
+            urgent=urgent,
+        )
+        for urgent in (False, True)
+    ]
+    appliers = (
+        Applier(writers[0], metrics, options.workers),
+        Applier(writers[1], metrics, LANE_WORKERS),
     )
-    appliers = (Applier(writer, metrics, options.workers), Applier(writer, metrics, LANE_WORKERS))
     owners = None
     if options.propagate_generated:
         # The Go controller reads owners from its cache; ours reads them, at a pace of their own.

@@ -28,6 +28,8 @@ class Throttle:
         self._tokens = self._capacity
         self._last = time.monotonic()
         self._lock = threading.Lock()
+        # How many urgent requests are waiting: the others let them go first.
+        self._urgent = 0
 
     @classmethod
     def for_qps(cls, qps: float) -> Throttle:
@@ -39,21 +41,32 @@ class Throttle:
         costs a fan-out of that size."""
         return max(0.0, requests - self._capacity) / self._rate if self._rate else 0.0
 
-    def wait(self, stop: threading.Event) -> bool:
-        """Block until a request may go out; False when ``stop`` was set while waiting."""
+    def wait(self, stop: threading.Event, urgent: bool = False) -> bool:
+        """Block until a request may go out; False when ``stop`` was set while waiting. An
+        ``urgent`` request (the SubNamespace lane's) takes the next token before any other
+        waiting for it, so that a long pass of the same kind does not hold it up."""
         if not self._rate:
             return not stop.is_set()
-        while True:
+        with self._lock:
+            self._urgent += urgent
+        try:
+            while True:
+                with self._lock:
+                    now = time.monotonic()
+                    self._tokens = min(
+                        self._capacity, self._tokens + (now - self._last) * self._rate
+                    )
+                    self._last = now
+                    if self._tokens >= 1 and (urgent or not self._urgent):
+                        self._tokens -= 1
+                        return True
+                    # Until the next token, or (giving way to an urgent request) a token's time.
+                    pause = (1 - self._tokens if self._tokens < 1 else 1) / self._rate
+                if stop.wait(pause):
+                    return False
+        finally:
             with self._lock:
-                now = time.monotonic()
-                self._tokens = min(self._capacity, self._tokens + (now - self._last) * self._rate)
-                self._last = now
-                if self._tokens >= 1:
-                    self._tokens -= 1
-                    return True
-                pause = (1 - self._tokens) / self._rate
-            if stop.wait(pause):
-                return False
+                self._urgent -= urgent
 
 
 class Throttles:

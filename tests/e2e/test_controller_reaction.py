@@ -20,6 +20,9 @@ from tests.e2e.cli import run_plugin, succeeded
 from tests.e2e.controller import Controllers, Scene
 
 SECRETS: dict[str, Any] = {"watches": [{"version": "v1", "kind": "Secret"}]}
+SUFFIX = "tree.accurate.cybozu.com"
+# Namespaces the first pass writes tree labels to, one a second: a pass of this many seconds.
+TREE = 10
 # Secrets to copy for the move: about this many seconds of a pass at one request a second.
 COPIES = 8
 SLOW = ("--apiserver-qps-throttle", "1")
@@ -87,3 +90,22 @@ def test_a_subnamespace_deleted_during_a_pass_gets_no_status_and_goes_first(
     scene.wait(lambda: copies_in(scene, child, new) == COPIES, "every copy from the new parent")
     assert conflicts(running) == 0, running.output()
     assert scene.ns(child) is not None
+
+
+def test_a_subnamespace_created_during_a_long_pass_gets_its_namespace_before_the_pass_ends(
+    controllers: Controllers, scene: Scene
+) -> None:
+    """Tree labels turned on: the first pass writes every namespace of the tree, one a second.
+    A tenant's SubNamespace created meanwhile gets its namespace while that pass is still
+    labelling the others, then is Ready."""
+    root = scene.root()
+    children = [scene.namespace(f"c{index}", {LABEL_PARENT: root}) for index in range(TREE)]
+    depth = f"{root}.{SUFFIX}/depth"
+    controllers.start({**SECRETS, "treeLabels": {"suffix": SUFFIX}}, *SLOW)
+    scene.wait(lambda: depth in scene.labels(root), "the first pass to start labelling")
+    tenant = scene.subnamespace(root, "tenant")
+    scene.wait(lambda: scene.ns(tenant) is not None, f"namespace {tenant}")
+    assert len([child for child in children if depth in scene.labels(child)]) < TREE
+    scene.wait(lambda: all(depth in scene.labels(child) for child in children), "every tree label")
+    scene.settle(root, tenant)
+    assert scene.labels(tenant)[depth] == "1"
