@@ -34,6 +34,8 @@ from libaccurate.planner import Plan, about
 
 # How long to wait for the cache to show the previous pass's writes before planning anyway.
 EXPECTATION_TIMEOUT = 10.0
+# How often a lane waiting for the other looks whether the controller is stopping.
+STOP_POLL = 0.5
 
 log = logging.getLogger(__name__)
 
@@ -109,15 +111,10 @@ class Traffic:
         """Wait until the bulk lane has a plan or none, then mark a SubNamespace pass under
         way; what the bulk lane is sending, None when nothing."""
         with self._changed:
-            self._changed.wait_for(
-                lambda: (
-                    stop.is_set()
-                    or (
-                        not self._whole_pending
-                        and (self._bulk is None or not self._bulk.everything)
-                    )
-                )
-            )
+            while not stop.is_set() and (
+                self._whole_pending or (self._bulk is not None and self._bulk.everything)
+            ):
+                self._changed.wait(STOP_POLL)
             self._lane_busy = True
             return self._bulk
 
