@@ -245,9 +245,9 @@ def long_pass(target: Target, size: int, flags: Sequence[str]) -> list[Row]:
             created = namespaces.wait("created", "", name) - asked
             ready = subs.wait("ready", parent, name) - asked
             labelled_then = namespaces.count("labelled")
-            _wait(lambda: namespaces.count("labelled") >= everything + 1)
-            done = time.monotonic() - asked
-            whole = time.monotonic() - started
+            originals = [name for root, tree in trees.items() for name in (root, *tree)]
+            last = max(namespaces.wait("labelled", "", name) for name in originals)
+            done, whole = last - asked, last - started
         finally:
             namespaces.close()
             subs.close()
@@ -259,10 +259,10 @@ def long_pass(target: Target, size: int, flags: Sequence[str]) -> list[Row]:
         Row(name, "namespaces labelled when the SubNamespace came", str(labelled_then)),
         Row(name, "SubNamespace created -> its namespace created", seconds(created)),
         Row(name, "SubNamespace created -> Ready", seconds(ready)),
-        Row(name, "SubNamespace created -> the first pass done", seconds(done)),
+        Row(name, "SubNamespace created -> every other namespace labelled", seconds(done)),
         Row(
             name,
-            "namespace created before the pass is done",
+            "its namespace created before the others are labelled",
             "yes" if created < done else "no",
             "yes",
             created < done,
