@@ -7,8 +7,9 @@ below them) and sends its writes from a small pool of its own, while the bulk la
 (controller.loop) may be in the middle of a pass of thousands of writes. What the bulk lane's
 plan already holds is left to it: the lane's steps about a namespace the bulk pass is writing
 wait for the bulk lane, but for the SubNamespace lifecycle (add or remove the finalizer, create
-or delete the namespace), which never waits unless the bulk pass has that very step. What the
-lane leaves, or could not do, it hands over to the bulk lane's next pass.
+or delete the namespace), which never waits unless the bulk pass has that very step; while the
+bulk lane is planning, every other step waits for it. What the lane leaves, or could not do, it
+hands over to the bulk lane's next pass.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def held_for(busy: Busy | None, plan: Plan) -> frozenset[int]:
     for step in plan.steps:
         action = step.action
         if isinstance(action, LIFECYCLE):
-            if busy.everything or action.describe() in busy.steps:
+            # Were the bulk lane's plan, still in the making, to hold it too, the one sent
+            # second finds the SubNamespace changed or gone and is planned again.
+            if action.describe() in busy.steps:
                 held.add(step.index)
         elif busy.everything or about(action) in busy.namespaces:
             held.add(step.index)

@@ -69,8 +69,8 @@ class Traffic:
     """Who is writing: the bulk lane's plan and whether a SubNamespace pass is under way.
 
     The bulk lane plans only while no SubNamespace pass runs, and takes in the writes of the
-    last one first; a SubNamespace pass starts only while the bulk lane is not planning, and
-    leaves to it what its plan already holds.
+    last one first; a SubNamespace pass leaves to the bulk lane what its plan holds, and while
+    it plans, everything but the SubNamespace lifecycle.
     """
 
     def __init__(self) -> None:
@@ -108,12 +108,11 @@ class Traffic:
             self._whole_pending = True
 
     def lane_starting(self, stop: threading.Event) -> Busy | None:
-        """Wait until the bulk lane has a plan or none, then mark a SubNamespace pass under
-        way; what the bulk lane is sending, None when nothing."""
+        """Wait until the bulk lane's first whole pass has its picture, then mark a
+        SubNamespace pass under way; what the bulk lane is sending (``everything`` while it
+        plans), None when nothing."""
         with self._changed:
-            while not stop.is_set() and (
-                self._whole_pending or (self._bulk is not None and self._bulk.everything)
-            ):
+            while not stop.is_set() and self._whole_pending:
                 self._changed.wait(STOP_POLL)
             self._lane_busy = True
             return self._bulk
