@@ -240,11 +240,11 @@ def long_pass(target: Target, size: int, flags: Sequence[str]) -> list[Row]:
         try:
             _wait(lambda: namespaces.count("labelled") >= min(100, everything // 10))
             parent, name = next(iter(trees)), cluster.name("tenant")
+            labelled_then = namespaces.count("labelled")
             asked = time.monotonic()
             _new_subnamespace(kube, parent, name)
             created = namespaces.wait("created", "", name) - asked
             ready = subs.wait("ready", parent, name) - asked
-            labelled_then = namespaces.count("labelled")
             originals = [name for root, tree in trees.items() for name in (root, *tree)]
             last = max(namespaces.wait("labelled", "", name) for name in originals)
             done, whole = last - asked, last - started
