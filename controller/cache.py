@@ -42,7 +42,17 @@ from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
 Obj = dict[str, Any]
 Key = tuple[str, str]
 PAGE_SIZE = "500"
-_STUB_FIELDS = ("name", "namespace", "uid", "resourceVersion", "labels", "annotations")
+# ownerReferences: propagate-generated's owners are found through them, also while it is off
+# (controller.generated_notice).
+_STUB_FIELDS = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "labels",
+    "annotations",
+    "ownerReferences",
+)
 
 log = logging.getLogger(__name__)
 

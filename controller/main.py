@@ -26,6 +26,7 @@ from controller import health, selfcheck
 from controller.applier import Applier
 from controller.cache import SUBNAMESPACES, Cache, mirrored
 from controller.events import Recorder
+from controller.generated_notice import GeneratedNotice
 from controller.lane import SubNamespaceLane
 from controller.leader import LeaderElector
 from controller.logs import setup_logging
@@ -39,7 +40,13 @@ from controller.throttle import Throttles
 from controller.webhook_process import WebhookProcess, WebhookProcessError, WebhookSettings
 from controller.writes import Writer
 from libaccurate import __version__, subnamespaces
-from libaccurate.config import Config, ConfigError, parse_config, resolve_watches
+from libaccurate.config import (
+    Config,
+    ConfigError,
+    parse_config,
+    resolve_watches,
+    tenant_overrides,
+)
 from libaccurate.constants import SUBNAMESPACE_KIND, SUBNAMESPACE_PLURAL
 from libaccurate.network.kube import ConnectionOptions, Kube, KubeError
 from libaccurate.network.kubeconfig import load_credentials
@@ -124,6 +131,8 @@ def start(options: Options, stop: threading.Event) -> Controller:
     """Check everything the controller needs and start it; raises what prevents it."""
     lease_namespace = _lease_namespace(options)
     config = _read_config(options.config_file)
+    for warning in tenant_overrides(config):
+        log.warning(warning)
     kube = Kube(
         load_credentials(ConnectionOptions(kubeconfig=options.kubeconfig)),
         timeout=REQUEST_TIMEOUT,
@@ -161,12 +170,12 @@ def start(options: Options, stop: threading.Event) -> Controller:
         Applier(writers[0], metrics, options.workers),
         Applier(writers[1], metrics, LANE_WORKERS),
     )
-    owners = None
-    if options.propagate_generated:
-        # The Go controller reads owners from its cache; ours reads them, at a pace of their own.
-        owners = Owners(kube, discovery, throttles.of("owners"), stop, options.resync_period)
+    # The Go controller reads owners from its cache; ours reads them, at a pace of their own.
+    owners = Owners(kube, discovery, throttles.of("owners"), stop, options.resync_period)
     sudoers = Sudoers(kube) if any(keeps_sudoers(w) for w in watched) else None
-    passes = Passes(cache, config, watched, metrics, owners, sudoers)
+    passes = Passes(
+        cache, config, watched, metrics, owners if options.propagate_generated else None, sudoers
+    )
     leadership = Leadership(is_leader, elector.wait_until_leader if elector else lambda _: True)
     traffic = Traffic()
     lane_feed = cache.follow([SUBNAMESPACES])
@@ -190,6 +199,11 @@ def start(options: Options, stop: threading.Event) -> Controller:
     cache.start(stop)
     loop_thread.start()
     lane_thread.start()
+    if not options.propagate_generated:
+        notice = GeneratedNotice(cache, watched, owners, recorder, writers[0].may_write)
+        threading.Thread(
+            target=notice.run, args=(stop, options.resync_period), name="notice", daemon=True
+        ).start()
     log.info(
         "started",
         extra={

@@ -77,12 +77,13 @@ class Owners:
                 continue
             reference = controller_reference(obj) or {}
             namespace = (obj.get("metadata") or {}).get("namespace", "")
-            owner = self._owner(reference, namespace)
+            owner = self.owner(reference, namespace)
             if owner is not None:
                 found[reference.get("uid", "")] = owner
         return found
 
-    def _owner(self, reference: Mapping[str, Any], namespace: str) -> Obj | None:
+    def owner(self, reference: Mapping[str, Any], namespace: str) -> Obj | None:
+        """The owner ``reference`` names (of an object in ``namespace``), if it is there."""
         uid = reference.get("uid", "")
         known = self._known.get(uid)
         if known is not None and time.monotonic() - known[0] < self.ttl:

@@ -40,10 +40,8 @@ from libaccurate.actions import (
 )
 from libaccurate.config import WatchedResource
 from libaccurate.constants import (
-    CREATED_BY_VALUE,
     FIELD_MANAGER,
     FINALIZER,
-    LABEL_CREATED_BY,
     LABEL_PARENT,
 )
 from libaccurate.lifecycle import OWNED_CONDITIONS
@@ -176,7 +174,7 @@ class Writer:
             case CreateNamespace():
                 return self._create_namespace(action, known)
             case ApplyNamespaceMetadata():
-                return self._apply_namespace(action, known)
+                return self._update_namespace(action, known)
             case DeleteNamespace():
                 return self._delete_namespace(action)
             case AddFinalizer() | RemoveFinalizer():
@@ -252,44 +250,47 @@ class Writer:
     # -- namespaces ---------------------------------------------------------------------------
 
     def _create_namespace(self, action: CreateNamespace, known: Known) -> Written:
-        """POST with only the labels that tie the namespace to its SubNamespace, then apply.
+        """Create the namespace with its metadata in one server-side apply, so the controller
+        owns every key it set (as Apply: a later apply that omits one removes it).
 
-        What a POST sets is owned by an Update entry in ``managedFields``, which no apply can
-        take away; inherited keys must be owned by the apply alone, so that the controller
-        can remove them later. The Go Accurate creates namespaces the same way.
+        An apply creates a missing object, but would change an existing one; the
+        resourceVersion of the SubNamespace asking for it rides along as a precondition no
+        namespace can meet (each write gets a revision of its own, so no other object ever
+        has that version), so a namespace someone created in the meantime is never touched:
+        the apply is refused with a conflict (a Replan) instead, as a POST would be with
+        AlreadyExists.
+        On creation the server ignores a resourceVersion (kube-apiserver's create-on-update
+        path returns before comparing versions; the pattern of kubernetes/kubernetes#106745;
+        accurate_testbed/tests/test_apply.py).
         """
         parent = action.labels.get(LABEL_PARENT, "")
-        labels = {LABEL_PARENT: parent, LABEL_CREATED_BY: CREATED_BY_VALUE}
-        body = {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": action.name, "labels": labels},
-        }
-        try:
-            created = self._call(
-                NAMESPACES, lambda: self.kube.create(resource_path("", "v1", NAMESPACES), body)
-            )
-        except ApiError as error:
-            if error.already_exists:
-                raise Replan(f"namespace {action.name} already exists") from error
-            raise
-        known.put_namespace(created)
-        return self._apply_namespace(action, known)
+        sub = known.subnamespace(parent, action.name) or {}
+        version = _metadata(sub).get("resourceVersion")
+        if not version:
+            raise Replan(f"SubNamespace {parent}/{action.name} is not known to this pass")
+        return self._apply_namespace(action, known, {"resourceVersion": version})
 
-    def _apply_namespace(
-        self, action: CreateNamespace | ApplyNamespaceMetadata, known: Known
-    ) -> Written:
-        """Server-side apply, with force, to the namespace the plan was made for.
+    def _update_namespace(self, action: ApplyNamespaceMetadata, known: Known) -> Written:
+        """Apply to the namespace the plan was made for.
 
         Its uid and resourceVersion ride along as preconditions: an apply would otherwise
         create a namespace deleted in the meantime, or put back a parent label someone just
         removed.
         """
         current = _metadata(known.namespace(action.name) or {})
-        metadata: Obj = {"name": action.name}
-        for field_name in ("uid", "resourceVersion"):
-            if current.get(field_name):
-                metadata[field_name] = current[field_name]
+        preconditions = {
+            key: current[key] for key in ("uid", "resourceVersion") if current.get(key)
+        }
+        return self._apply_namespace(action, known, preconditions)
+
+    def _apply_namespace(
+        self,
+        action: CreateNamespace | ApplyNamespaceMetadata,
+        known: Known,
+        preconditions: Mapping[str, str],
+    ) -> Written:
+        """Server-side apply, with force, of the action's metadata under ``preconditions``."""
+        metadata: Obj = {"name": action.name, **preconditions}
         if action.labels:
             metadata["labels"] = dict(action.labels)
         if action.annotations:

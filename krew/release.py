@@ -67,7 +67,24 @@ EXCLUDED_MODULES = (
     "prometheus_client",
     "controller",
     "tests",
+    # `report --to` writes into SQLite (the standard library's sqlite3) from the binary; other
+    # databases need their drivers, which a frozen binary cannot load from elsewhere, so their
+    # SQLAlchemy dialects and the drivers they import stay out: psycopg with libpq and its
+    # Kerberos and LDAP libraries were 14 MB of the folder, and `ctypes` at every start (issue
+    # 30; docs/plugin.md says how to get the other drivers).
+    "sqlalchemy.dialects.postgresql",
+    "sqlalchemy.dialects.mysql",
+    "sqlalchemy.dialects.mssql",
+    "sqlalchemy.dialects.oracle",
+    "psycopg",
+    "psycopg_binary",
+    "psycopg_c",
+    "psycopg2",
 )
+# What nothing imports where it is left out. PyInstaller's bootstrap imports `ctypes` whenever
+# the bundle holds it; outside Windows nothing the plugin runs needs it, while on Windows click
+# and rich drive the console through it.
+EXCLUDED_OUTSIDE_WINDOWS = ("ctypes",)
 
 # Runtime hooks PyInstaller adds because a module is somewhere in the bundle, which the plugin
 # does not need and which every start ran (issue 18, bench/RESULTS.md): multiprocessing's (for
@@ -143,6 +160,13 @@ def check_tag(tag: str) -> str:
     return tag
 
 
+def excluded_modules(target: Platform) -> tuple[str, ...]:
+    """The modules the binary for ``target`` leaves out."""
+    if target.os == "windows":
+        return EXCLUDED_MODULES
+    return EXCLUDED_MODULES + EXCLUDED_OUTSIDE_WINDOWS
+
+
 def freeze(work: Path) -> Path:
     """Run PyInstaller in ``work`` and return the folder it made: the binary and CONTENTS.
 
@@ -162,7 +186,7 @@ def freeze(work: Path) -> Path:
         "--collect-submodules=kubectl_accurate",
         # Modules as .pyc files in CONTENTS rather than in a compressed archive (see above).
         "--debug=noarchive",
-        *(f"--exclude-module={name}" for name in EXCLUDED_MODULES),
+        *(f"--exclude-module={name}" for name in excluded_modules(host_platform())),
         str(LAUNCHER),
     )
     analysed = "\npyz = PYZ("

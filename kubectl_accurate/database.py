@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -20,6 +21,13 @@ from libaccurate.report import Row
 
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 INSTALL_HINT = "pip install 'accurate-py[report]'"
+# The release binary carries SQLAlchemy with SQLite only (krew/release.py), and a frozen
+# program cannot load a driver installed next to it.
+BINARY_HINT = (
+    "; the kubectl-accurate binary writes only into SQLite: for another database, install "
+    f"the plugin with pip, with that database's driver ({INSTALL_HINT} psycopg[binary] for "
+    "PostgreSQL; see the plugin guide)"
+)
 
 
 def database_url(target: str) -> str:
@@ -44,7 +52,10 @@ def write_rows(
         raise CliError(f"report --to needs SQLAlchemy: {INSTALL_HINT}") from error
     try:
         engine = sa.create_engine(database_url(target))
-    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ImportError) as error:
+    except (sa.exc.NoSuchModuleError, ImportError) as error:
+        # NoSuchModuleError is an ArgumentError: it comes first.
+        raise CliError(f"cannot use database {target}: {error}{_driver_hint()}") from error
+    except sa.exc.ArgumentError as error:
         raise CliError(f"cannot use database {target}: {error}") from error
     table = _table(sa, table_name)
     try:
@@ -59,6 +70,11 @@ def write_rows(
         raise CliError(f"cannot write table {table_name}: {error}") from error
     finally:
         engine.dispose()
+
+
+def _driver_hint() -> str:
+    """How to reach a database whose dialect or driver is missing, where pip cannot add it."""
+    return BINARY_HINT if getattr(sys, "frozen", False) else ""
 
 
 def _table(sa: Any, name: str) -> Any:

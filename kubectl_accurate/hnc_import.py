@@ -6,8 +6,9 @@ webhooks' rules and, where the answer does not depend on an earlier write of the
 by the API server in a dry run before the first write. Every write carries the resourceVersion
 it was planned on, so nothing read stale is overwritten, and a second run plans nothing.
 
-The writes are refused while HNC still runs: its webhooks refuse every change to the copies it
-made, and its controller would fight Accurate's over them.
+The writes are refused while a prerequisite does not hold, and the plan names each of them: HNC
+still runs (its webhooks refuse every change to the copies it made, and its controller would
+fight Accurate's over them), or SubNamespaces are due and their CRD is not installed.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ import yaml
 
 from kubectl_accurate.changes import CreateSubNamespace, LabelPatch, Refused
 from kubectl_accurate.output import CliError, Printer
-from kubectl_accurate.reads import NAMESPACES
+from kubectl_accurate.reads import NAMESPACES, namespace_path
 from kubectl_accurate.subnamespace_api import NotServed, SubNamespaceApi
 from kubectl_accurate.writes import DRY_RUN, FIELD_MANAGER, review, send
-from libaccurate import subnamespaces
 from libaccurate.constants import LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
 from libaccurate.forest import Forest
 from libaccurate.hnc import (
@@ -34,14 +34,31 @@ from libaccurate.hnc import (
     Kinds,
     MarkObject,
     Plan,
+    TakeOwnership,
+    counted,
     hnc_still_running,
     plan_import,
     propagated_kinds,
 )
 from libaccurate.network.kube import ApiError, Kube, resource_path
 
-Write = MarkObject | LabelPatch | CreateSubNamespace
+Write = MarkObject | TakeOwnership | LabelPatch | CreateSubNamespace
 Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Prerequisite:
+    """A condition ``--apply`` checks before its first write; ``found`` says why it fails."""
+
+    check: str
+    found: tuple[str, ...]
+
+    @property
+    def met(self) -> bool:
+        return not self.found
+
+    def describe(self) -> str:
+        return f"{self.check}: {'yes' if self.met else 'no: ' + ', '.join(self.found)}"
 
 
 @dataclass(frozen=True)
@@ -50,6 +67,7 @@ class Outcome:
 
     plan: Plan
     running: tuple[str, ...]
+    prerequisites: tuple[Prerequisite, ...]
     writes: tuple[Write, ...]
     applied: bool
 
@@ -62,19 +80,17 @@ def run(
     plan = plan_import(snapshot, kinds)
     namespaces = {ns["metadata"]["name"]: ns for ns in snapshot.namespaces}
     writes = _writes(plan, namespaces)
+    prerequisites = _prerequisites(plan, running, crd_served, hnc_namespace)
     if apply_ and writes:
-        if running:
+        unmet = [p for p in prerequisites if not p.met]
+        if unmet:
+            reasons = "; ".join(p.describe() for p in unmet)
             raise Refused(
-                f"HNC still runs ({', '.join(running)}); retire its webhooks and its "
-                "controller first (run without --apply for the steps). Nothing was written."
-            )
-        if plan.subnamespaces and not crd_served:
-            raise Refused(
-                "the SubNamespace CRD is not installed: install Accurate first. "
-                "Nothing was written."
+                f"--apply checks first that {reasons}. Nothing was written; run "
+                "without --apply for the steps."
             )
         _carry_out(api, writes, snapshot.namespaces)
-    outcome = Outcome(plan, running, tuple(writes), apply_)
+    outcome = Outcome(plan, running, prerequisites, tuple(writes), apply_)
     if output:
         printer.data(_data(outcome, hnc_namespace), output)
     else:
@@ -123,13 +139,35 @@ def _read(
 
 
 def _subnamespaces(api: SubNamespaceApi) -> list[Obj] | None:
-    """Every SubNamespace, as v2 objects; None when the cluster has no SubNamespace API."""
+    """Every SubNamespace, as v2 objects, through the adapter that asks discovery again when
+    a cached version is no longer served; None when the cluster has no SubNamespace API."""
     try:
-        version = api.version
+        return api.list(None)
     except NotServed:
         return None
-    listing = api.kube.list_objects(subnamespaces.path(None, None, version))
-    return [subnamespaces.read(item) for item in listing.get("items") or []]
+
+
+def _prerequisites(
+    plan: Plan, running: Sequence[str], crd_served: bool, hnc_namespace: str
+) -> tuple[Prerequisite, ...]:
+    """What ``--apply`` checks before it writes, each with what stands in its way."""
+    webhooks = tuple(r for r in running if "WebhookConfiguration" in r)
+    deployments = tuple(r for r in running if r.startswith("Deployment "))
+    due = len(plan.subnamespaces)
+    crd = () if crd_served or not due else (f"not installed, and {due} to create",)
+    return (
+        Prerequisite(
+            "HNC's webhooks are gone (no validating or mutating webhook configuration holds a "
+            "webhook named *.hnc.x-k8s.io)",
+            webhooks,
+        ),
+        Prerequisite(
+            f"HNC's controller is stopped (no Deployment in namespace {hnc_namespace} has "
+            "replicas)",
+            deployments,
+        ),
+        Prerequisite("the SubNamespace CRD is installed (when SubNamespaces are to be made)", crd),
+    )
 
 
 def _admission(plural: str) -> str:
@@ -156,8 +194,9 @@ def _items(kube: Kube, path: str) -> list[Obj] | None:
 
 
 def _writes(plan: Plan, namespaces: Mapping[str, Mapping[str, Any]]) -> list[Write]:
-    """The plan as writes, in its order: copies, sources, roots, parents, SubNamespaces."""
-    writes: list[Write] = [*plan.copies, *plan.sources]
+    """The plan as writes, in its order: copies, sources, HNC's ownership, roots, parents,
+    SubNamespaces."""
+    writes: list[Write] = [*plan.copies, *plan.sources, *plan.takeovers]
     writes += [LabelPatch(namespaces[name], {LABEL_TYPE: TYPE_ROOT}) for name in plan.roots]
     writes += [LabelPatch(namespaces[name], {LABEL_PARENT: p}) for name, p in plan.parents]
     writes += [
@@ -171,13 +210,15 @@ def _carry_out(
     api: SubNamespaceApi, writes: Sequence[Write], namespaces: Sequence[Mapping[str, Any]]
 ) -> None:
     """Review every write on the cluster as it will be, dry-run those whose verdict does not
-    hang on an earlier write, then write in order."""
+    hang on an earlier write, then write in order. A label write to a namespace the import
+    already wrote carries the resourceVersion of that write, so its precondition still says
+    that nobody else changed the namespace in between."""
     now = Forest.build(namespaces)
     after = {ns["metadata"]["name"]: ns for ns in namespaces}
     for write in writes:
         if isinstance(write, LabelPatch):
             after[write.name] = write.after()
-    judged = [write for write in writes if not isinstance(write, MarkObject)]
+    judged = [write for write in writes if isinstance(write, (LabelPatch, CreateSubNamespace))]
     review(judged, (Forest.build(after.values()),))
     for write in writes:
         if _independent(write, now):
@@ -185,14 +226,19 @@ def _carry_out(
                 _send(api, write, dry_run=True)
             except ApiError as error:
                 raise CliError(f"{write.describe()}: {_explained(error)}") from error
+    latest: dict[str, Mapping[str, Any]] = {}
     for index, write in enumerate(writes):
+        if isinstance(write, LabelPatch) and write.name in latest:
+            write = LabelPatch(latest[write.name], write.labels)
         try:
-            _send(api, write, dry_run=False)
+            written = _send(api, write, dry_run=False)
         except ApiError as error:
             raise CliError(
                 f"{write.describe()}: {_explained(error)}\n  {index} of {len(writes)} writes "
                 "were made; run the command again to finish (it plans only what is left)"
             ) from error
+        if isinstance(write, (TakeOwnership, LabelPatch)):
+            latest[write.name] = written
 
 
 def _independent(write: Write, now: Forest) -> bool:
@@ -209,16 +255,22 @@ def _independent(write: Write, now: Forest) -> bool:
     return node is not None and (node.is_root or node.parent is not None)
 
 
-def _send(api: SubNamespaceApi, write: Write, dry_run: bool) -> None:
-    if not isinstance(write, MarkObject):
-        send(api, write, dry_run)
-        return
+def _send(api: SubNamespaceApi, write: Write, dry_run: bool) -> Any:
+    if isinstance(write, (LabelPatch, CreateSubNamespace)):
+        return send(api, write, dry_run)
+    query = {"fieldManager": FIELD_MANAGER, **(DRY_RUN if dry_run else {})}
+    if isinstance(write, TakeOwnership):
+        version = write.namespace["metadata"].get("resourceVersion")
+        metadata = {
+            "resourceVersion": version,
+            "managedFields": write.managed_fields(write.namespace),
+        }
+        return api.kube.patch(namespace_path(write.name), {"metadata": metadata}, **query)
     gvk = write.kind.gvk
     path = resource_path(gvk.group, gvk.version, write.kind.plural, write.namespace, write.name)
     version = (write.obj.get("metadata") or {}).get("resourceVersion")
     body = {"metadata": {"resourceVersion": version, "annotations": dict(write.annotations)}}
-    query = {"fieldManager": FIELD_MANAGER, **(DRY_RUN if dry_run else {})}
-    api.kube.patch(path, body, **query)
+    return api.kube.patch(path, body, **query)
 
 
 def _explained(error: ApiError) -> str:
@@ -230,44 +282,70 @@ def _explained(error: ApiError) -> str:
 # Printing
 
 
-def _retire_steps(outcome: Outcome, hnc_namespace: str) -> list[str]:
-    """How to retire HNC without losing a namespace, from where the cluster stands."""
-    before = []
-    webhooks = [r for r in outcome.running if "WebhookConfiguration" in r]
-    deployments = [r for r in outcome.running if r.startswith("Deployment ")]
+ANCHORS = "subnamespaceanchors.hnc.x-k8s.io"
+HIERARCHIES = "hierarchyconfigurations.hnc.x-k8s.io"
+RELEASE_FINALIZERS = """'{"metadata":{"finalizers":null}}'"""
+
+
+def _steps(outcome: Outcome, hnc_namespace: str) -> list[str]:
+    """How to move to Accurate and retire HNC without losing a namespace, from where the
+    cluster stands: one ordered list, the same as docs/moving-from-hnc.md's."""
+    steps = []
+    webhooks = [r.split(" ", 1) for r in outcome.running if "WebhookConfiguration" in r]
     if webhooks:
-        commands = "; ".join(
-            f"kubectl delete {kind.lower()} {name}"
-            for kind, name in (w.split(" ", 1) for w in webhooks)
+        commands = "; ".join(f"kubectl delete {kind.lower()} {name}" for kind, name in webhooks)
+        steps.append(
+            f"Remove HNC's webhooks (`{commands}`): they fail closed, so once HNC's controller "
+            "is gone they would refuse every change to namespaces and copies, the import's too."
         )
-        before.append(
-            f"Remove HNC's webhooks first ({commands}): they fail closed, so once HNC's "
-            "controller is gone they would refuse every change to namespaces and copies."
-        )
-    if deployments:
-        before.append(
-            f"Stop HNC's controller (kubectl -n {hnc_namespace} delete deployment --all): "
+    if any(r.startswith("Deployment ") for r in outcome.running):
+        steps.append(
+            f"Stop HNC's controller (`kubectl -n {hnc_namespace} delete deployment --all`): "
             "from then on nothing deletes a namespace when its anchor goes."
         )
+    steps.append(_install_step(outcome.plan))
     if outcome.writes and not outcome.applied:
-        before.append("Run kubectl accurate import-hnc --apply.")
-    anchors = "subnamespaceanchors.hnc.x-k8s.io"
-    hierarchies = "hierarchyconfigurations.hnc.x-k8s.io"
-    after = [
-        "Start Accurate's controller with the config above and wait until every SubNamespace "
-        "is Ready (kubectl wait --for=condition=Ready subnamespaces --all -A): it then keeps "
-        "HNC's copies current in place.",
-        f"Let go of the finalizers HNC put on its anchors and HierarchyConfigurations (for each: "
-        f"kubectl -n NS patch {anchors} NAME --type=merge -p "
-        '\'{"metadata":{"finalizers":null}}\', and the same for '
-        f"{hierarchies}): with HNC's controller stopped, nobody else would.",
-        f"Delete HNC's CRDs (kubectl delete crd {anchors} {hierarchies} "
-        "hncconfigurations.hnc.x-k8s.io hierarchicalresourcequotas.hnc.x-k8s.io): this removes "
+        steps.append(f"Run `kubectl accurate import-hnc --apply --hnc-namespace {hnc_namespace}`.")
+    steps += [
+        "Wait until every SubNamespace is Ready "
+        "(`kubectl wait --for=condition=Ready subnamespaces --all -A`): Accurate's controller "
+        "then keeps HNC's copies current in place.",
+        "Let go of the finalizers HNC put on its anchors and HierarchyConfigurations "
+        f"(`{_release_command(ANCHORS)}; {_release_command(HIERARCHIES)}`): with HNC's "
+        "controller stopped, nobody else would.",
+        f"Delete HNC's CRDs (`kubectl delete crd {ANCHORS} {HIERARCHIES} "
+        "hncconfigurations.hnc.x-k8s.io hierarchicalresourcequotas.hnc.x-k8s.io`): this removes "
         "the anchors without touching a namespace, as no HNC controller is left to act on it.",
-        f"Delete the rest of HNC's release: namespace {hnc_namespace} and its cluster-wide "
-        "roles and bindings.",
+        f"Delete the rest of HNC's release: its namespace (`kubectl delete namespace "
+        f"{hnc_namespace}`) and its cluster-wide roles and bindings.",
     ]
-    return [f"{i}. {step}" for i, step in enumerate([*before, *after], start=1)]
+    return [f"{i}. {step}" for i, step in enumerate(steps, start=1)]
+
+
+def _install_step(plan: Plan) -> str:
+    """Installing Accurate before ``--apply``: its CRD must be there, and its controller
+    starts only with RBAC for every kind it watches."""
+    kinds = ", ".join(gvk.kind for gvk in plan.config.watches)
+    return (
+        "Install Accurate (unless done), or update it, with the config above merged into its "
+        "config (Helm: "
+        "controller.config; kustomize: ConfigMap accurate-config) and RBAC for every kind of "
+        f"watches ({kinds}): get, list, watch, create, update, patch and delete (Helm: "
+        "controller.additionalRBAC.rules, where the default binds admin, which covers Roles, "
+        "RoleBindings, Secrets and ConfigMaps; kustomize: ClusterRole "
+        "accurate-additional-resources). Without list or watch on a kind the controller does "
+        "not start. --apply needs the SubNamespace CRD; the controller finds no tree of its "
+        "own until the import writes one."
+    )
+
+
+def _release_command(resource: str) -> str:
+    """A shell command that removes the finalizers of every ``resource`` object."""
+    return (
+        f"kubectl get {resource} -A --no-headers -o custom-columns=NS:.metadata.namespace,"
+        f"NAME:.metadata.name | while read ns name; do kubectl -n $ns patch {resource} $name "
+        f"--type=merge -p {RELEASE_FINALIZERS}; done"
+    )
 
 
 def _data(outcome: Outcome, hnc_namespace: str) -> dict[str, Any]:
@@ -275,20 +353,24 @@ def _data(outcome: Outcome, hnc_namespace: str) -> dict[str, Any]:
     return {
         "applied": outcome.applied and bool(outcome.writes),
         "hncRunning": list(outcome.running),
+        "prerequisites": [
+            {"check": p.check, "met": p.met, "found": list(p.found)} for p in outcome.prerequisites
+        ],
         "writes": [write.describe() for write in outcome.writes],
         "notCarriedOver": [{"what": n.what, "reason": n.reason} for n in plan.not_carried],
         "config": plan.config_document(),
         "configNotes": list(plan.config_notes),
-        "nextSteps": _retire_steps(outcome, hnc_namespace),
+        "nextSteps": _steps(outcome, hnc_namespace),
     }
 
 
 def _show(printer: Printer, outcome: Outcome, hnc_namespace: str) -> None:
     plan = outcome.plan
+    count = counted(len(outcome.writes), "write")
     if not outcome.writes:
         printer.line("nothing to do: Accurate already holds HNC's trees and copies")
     elif outcome.applied:
-        printer.line(f"imported: {len(outcome.writes)} writes made")
+        printer.line(f"imported: {count} made")
     else:
         printer.line((f"Would write ({len(outcome.writes)}):", "bold"))
     if outcome.writes:
@@ -306,10 +388,12 @@ def _show(printer: Printer, outcome: Outcome, hnc_namespace: str) -> None:
         printer.line(f"  {line}")
     for note in plan.config_notes:
         printer.line(f"  # {note}")
-    if outcome.running:
+    if outcome.writes and not outcome.applied:
         printer.line("")
-        printer.line(("HNC still runs: ", "bold"), ", ".join(outcome.running))
+        printer.line(("--apply checks first that:", "bold"))
+        for prerequisite in outcome.prerequisites:
+            printer.line(f"  {prerequisite.describe()}")
     printer.line("")
-    printer.line(("To retire HNC without deleting a namespace:", "bold"))
-    for step in _retire_steps(outcome, hnc_namespace):
+    printer.line(("To move to Accurate and retire HNC without deleting a namespace:", "bold"))
+    for step in _steps(outcome, hnc_namespace):
         printer.line(f"  {step}")

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from kubectl_accurate.changes import Change
     from kubectl_accurate.markers import Marking
     from kubectl_accurate.namespaces import Namespaces
+    from kubectl_accurate.reads import Below
     from kubectl_accurate.subnamespace_api import SubNamespaceApi
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -162,7 +163,7 @@ def _complete_namespaces(
 
     try:
         api = _api(ctx)
-        names = read_namespaces(api.kube, api, [None], below=True).by_name
+        names = read_namespaces(api.kube, api, [None], below="named").by_name
     except KubeError:
         return []
     return [CompletionItem(name) for name in sorted(names) if name.startswith(incomplete)]
@@ -225,13 +226,16 @@ def _api(ctx: click.Context) -> SubNamespaceApi:
     return SubNamespaceApi(connect(ctx), cache_dir(ctx))
 
 
-def _view(api: SubNamespaceApi, names: list[str | None], below: bool) -> Namespaces:
-    """The namespaces a reading command shows; a partial view says so on stderr."""
+def _view(
+    api: SubNamespaceApi, names: list[str | None], below: Below = "nothing", note: str = ""
+) -> Namespaces:
+    """The namespaces a reading command shows; a partial view says so on stderr, with
+    ``note`` when the command has one of its own."""
     from kubectl_accurate.reads import LIMITED_NOTE, read_namespaces
 
     namespaces = read_namespaces(api.kube, api, names, below)
     if not namespaces.complete:
-        click.echo(LIMITED_NOTE, err=True)
+        click.echo(note or LIMITED_NOTE, err=True)
     return namespaces
 
 
@@ -301,20 +305,28 @@ def list_trees(
     Without ROOT, every root namespace and the sub-namespaces below it; with ROOT, only the
     tree under that namespace. Drawn with markers, costs two LISTs sent together (namespaces
     and SubNamespaces) whatever the number of namespaces; with --no-markers or -o json|yaml,
-    one. Without the right to list namespaces: the tree of ROOT, else of the current
-    namespace, as far as you may read it.
+    one. Without the right to list namespaces: the tree of ROOT, else the tree the current
+    namespace is in, as far as you may read it; a sub-namespace that no SubNamespace made
+    (grafted by its parent label alone) shows only when the current namespace is it or below
+    it.
     """
+    from kubectl_accurate.reads import TREE_NOTE
+
     marking: Marking | None = None
     api = _api(ctx)
+    # Without ROOT the trees are drawn from the top of the current namespace's chain, so a
+    # partial view reads down from every namespace on the way up: one grafted without a
+    # SubNamespace is then in its tree when the view starts at it (kubectl_accurate.reads).
+    below: Below = "named" if top else "chain"
     # Drawn trees are marked unless --no-markers; data (-o) only when --markers asks.
     marked = output is None if markers is None else markers
     if marked:
         from kubectl_accurate.markers import Marking, read_with_origins
 
-        namespaces, origins = read_with_origins(api, lambda: _view(api, [top], below=True))
+        namespaces, origins = read_with_origins(api, lambda: _view(api, [top], below, TREE_NOTE))
         marking = Marking(namespaces.forest, origins)
     else:
-        namespaces = _view(api, [top], below=True)
+        namespaces = _view(api, [top], below, TREE_NOTE)
     tops = _tops(namespaces.forest.roots(), top, namespaces, "roots")
     _show_trees(tops, namespaces.forest.children, "children", output, marking)
 
@@ -333,7 +345,7 @@ def list_templates(ctx: click.Context, top: str | None, output: str | None) -> N
     cannot be found: only the templates you may read from TEMPLATE (else the current
     namespace) up are shown.
     """
-    namespaces = _view(_api(ctx), [top], below=False)
+    namespaces = _view(_api(ctx), [top])
     forest = namespaces.forest
     tops = _tops(forest.templates(), top, namespaces, "templates")
     _show_trees(tops, forest.instances, "instances", output)
@@ -385,10 +397,11 @@ def describe_namespace(
     the kinds Accurate usually propagates; the output says which.
     """
     from kubectl_accurate import describe
+    from kubectl_accurate.reads import CHILDREN_NOTE
     from kubectl_accurate.watched import find_watched
 
     api = _api(ctx)
-    namespaces = _view(api, [name], below=True)
+    namespaces = _view(api, [name], "named", CHILDREN_NOTE)
     if namespaces.get(name) is None:
         raise CliError(namespaces.missing(name))
     watched = find_watched(api.kube, accurate_namespace)
@@ -645,8 +658,9 @@ def import_hnc(ctx: click.Context, apply_: bool, hnc_namespace: str, output: str
 
     Reads HNC's trees, anchors, config and copies and prints the Accurate equivalent: labels,
     SubNamespaces, objects to opt in, HNC's copies to hand over, the controller config, what
-    cannot be carried over, and the steps to retire HNC. With --apply it writes (nothing is
-    deleted; a second run writes nothing), once HNC's webhooks and controller are gone.
+    cannot be carried over, what --apply checks first, and the steps to move to Accurate and
+    retire HNC. With --apply it writes (nothing is deleted; a second run writes nothing), once
+    HNC's webhooks and controller are gone and the SubNamespace CRD is installed.
     """
     from kubectl_accurate import hnc_import
 

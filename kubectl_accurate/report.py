@@ -71,7 +71,7 @@ def report(
     if bool(database) != bool(table):
         raise click.UsageError("--to and --table go together")
     kube = connect(ctx)
-    namespaces = read_namespaces(kube, SubNamespaceApi(kube, cache_dir(ctx)), [top], below=True)
+    namespaces = read_namespaces(kube, SubNamespaceApi(kube, cache_dir(ctx)), [top], below="named")
     if top is not None and namespaces.forest.root_of(top) != top:
         known = top in namespaces.forest
         raise CliError(f"{top} is not a root namespace" if known else f"namespace {top} not found")

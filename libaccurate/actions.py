@@ -70,11 +70,11 @@ class SubNamespaceStatus:
 
 @dataclass(frozen=True)
 class CreateNamespace:
-    """POST the namespace, then server-side apply the same metadata as the field manager.
+    """Create the namespace with this metadata in one server-side apply as the field manager.
 
-    Creating with POST means an existing namespace of that name (someone else's) is never
-    touched: the request fails instead. The apply that follows only on success makes the
-    controller the owner of its keys, so later removals work without a second pass.
+    The apply makes the controller the owner of its keys, so later removals work; it carries
+    a precondition that an existing namespace of that name (someone else's) cannot meet, so
+    such a namespace is never touched: the request fails instead.
     """
 
     name: str

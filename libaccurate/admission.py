@@ -100,15 +100,16 @@ def review_subnamespace(
 ) -> Verdict:
     """Validate a CREATE, UPDATE or DELETE of a SubNamespace.
 
-    An UPDATE is checked only for a changed spec, so that the controller and users can always
-    remove the finalizer, whatever state the object is in.
+    An UPDATE is checked only for a changed spec, or a cascading deletion taken back, so that
+    the controller and users can always remove the finalizer, whatever state the object is in.
     """
     if operation == CREATE:
         return _verdict(_subnamespace_denial(_required(new, operation), forest, naming_policies))
     if operation == UPDATE:
         after, before = _required(new, operation), _required(old, operation)
-        if _spec(after) == _spec(before):
-            return ALLOWED
+        withdrawn = _cascade_withdrawal(after, before)
+        if withdrawn is not None or _spec(after) == _spec(before):
+            return _verdict(withdrawn)
         return _verdict(_spec_denial(after))
     if operation == DELETE and not allow_cascading_deletion:
         return _verdict(_subnamespace_deletion_denial(_required(old, operation), forest))
@@ -315,6 +316,24 @@ def _names(names: Sequence[str]) -> str:
 
 
 # SubNamespaces
+
+
+def _cascade_withdrawal(after: Mapping[str, Any], before: Mapping[str, Any]) -> str | None:
+    """A SubNamespace being deleted keeps the annotation that allowed its subtree to go.
+
+    The deletion was admitted for the whole subtree because the annotation was there, and an
+    admitted deletion is never taken back; the annotation is also what tells the controller,
+    whenever it first sees the deletion, that the subtree goes with it. Taking it away would
+    leave a deletion that can neither finish nor be undone (docs/hnc-features.md).
+    """
+    metadata = before.get("metadata") or {}
+    if not metadata.get("deletionTimestamp") or not cascades(before) or cascades(after):
+        return None
+    return (
+        f"SubNamespace {metadata.get('namespace')}/{metadata.get('name')} is being deleted "
+        f'with its subtree, as {ANNOTATION_ALLOW_CASCADING_DELETION}="true" allowed; the '
+        "annotation stays until the deletion is done, since a deletion cannot be taken back"
+    )
 
 
 def _spec(obj: Mapping[str, Any]) -> tuple[Mapping[str, str], Mapping[str, str]]:

@@ -20,6 +20,7 @@ from libaccurate.constants import (
     ANNOTATION_PROPAGATE,
     ANNOTATION_SOURCE_HASH,
     CREATED_BY_VALUE,
+    HNC_GROUP,
     LABEL_CREATED_BY,
 )
 from libaccurate.globs import match_any
@@ -45,14 +46,22 @@ def copied_from(obj: Mapping[str, Any]) -> str | None:
     return annotations_of(obj).get(ANNOTATION_FROM) or None
 
 
+def _hnc_key(key: str) -> bool:
+    """Whether a label or annotation key is HNC's own: its prefix ends with HNC's group, the
+    test HNC applies before copying (its ``canonical``), so that exceptions such as
+    ``propagate.hnc.x-k8s.io/treeSelect`` stay on the source they narrow."""
+    prefix, slash, _ = key.partition("/")
+    return bool(slash) and prefix.endswith(HNC_GROUP)
+
+
 def clone(source: Mapping[str, Any], target_namespace: str, config: Config) -> dict[str, Any]:
     """The object to write into ``target_namespace`` as the copy of ``source``.
 
     Of the metadata only the name, labels and annotations are taken: everything else there is
     set by the server (uid, resourceVersion, managedFields, ...) or belongs to the source alone
-    (owners, finalizers). The result carries the source-hash annotation already: callers
-    compare and write it as a whole, and a source that is itself a copy must not pass its own
-    hash on.
+    (owners, finalizers), and so do HNC's keys, which HNC never copied either. The result
+    carries the source-hash annotation already: callers compare and write it as a whole, and a
+    source that is itself a copy must not pass its own hash on.
     """
     metadata = source.get("metadata") or {}
     result: dict[str, Any] = {
@@ -66,13 +75,14 @@ def clone(source: Mapping[str, Any], target_namespace: str, config: Config) -> d
     labels = {
         key: value
         for key, value in (metadata.get("labels") or {}).items()
-        if not match_any(config.propagate_label_key_excludes, key)
+        if not _hnc_key(key) and not match_any(config.propagate_label_key_excludes, key)
     }
     labels[LABEL_CREATED_BY] = CREATED_BY_VALUE
     annotations = {
         key: value
         for key, value in (metadata.get("annotations") or {}).items()
         if key != ANNOTATION_SOURCE_HASH
+        and not _hnc_key(key)
         and not match_any(config.propagate_annotation_key_excludes, key)
     }
     annotations[ANNOTATION_FROM] = metadata.get("namespace", "")

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from libaccurate.constants import RESERVED_PREFIX
+from libaccurate.glob_overlap import common_key
 from libaccurate.globs import GlobError, validate_glob
 from libaccurate.naming import compile_policy_root
 from libaccurate.validation import validate_dns1123_subdomain
@@ -176,6 +177,37 @@ def resolve_watches(
         verbs = tuple(resource.get("verbs") or ())
         resolved.append(WatchedResource(gvk, resource["name"], True, verbs))
     return tuple(resolved)
+
+
+# Inherited key lists and the SubNamespace key lists whose values win over them.
+_OVERRIDES = (
+    ("labelKeys", "subNamespaceLabelKeys"),
+    ("annotationKeys", "subNamespaceAnnotationKeys"),
+)
+
+
+def tenant_overrides(config: Config) -> tuple[str, ...]:
+    """A warning for each kind of metadata where a key can match both an inherited pattern and
+    a SubNamespace pattern: there the tenant's SubNamespace value wins (DESIGN.md 4.2), so a
+    tenant can override what their tree would impose, a Pod Security level for instance.
+    Patterns overlap when some key matches both (``glob_overlap``); each pair is named with
+    such a key."""
+    warnings = []
+    for inherited, tenant in _OVERRIDES:
+        pairs = [
+            f"{inherited} {a!r} and {tenant} {b!r} (both match {key!r})"
+            for a in getattr(config, _INHERITED_KEY_FIELDS[inherited])
+            for b in getattr(config, _INHERITED_KEY_FIELDS[tenant])
+            if (key := common_key(a, b)) is not None
+        ]
+        if pairs:
+            warnings.append(
+                f"{inherited} and {tenant} overlap: {'; '.join(pairs)}. For a key matching "
+                f"both, the value in a tenant's SubNamespace wins over the inherited one, so "
+                f"tenants can override it; to keep such a key inherited, leave it out of "
+                f"{tenant}"
+            )
+    return tuple(warnings)
 
 
 def config_to_dict(config: Config) -> dict[str, Any]:

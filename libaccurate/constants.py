@@ -60,3 +60,7 @@ ANNOTATION_PROPAGATE_TREE_SELECT: Final = "accurate.cybozu.com/propagate-tree-se
 ANNOTATION_PROPAGATE_NONE: Final = "accurate.cybozu.com/propagate-none"
 # Ours: on a SubNamespace, lets deleting it delete its whole subtree, leaves first (issue 14).
 ANNOTATION_ALLOW_CASCADING_DELETION: Final = "accurate.cybozu.com/allow-cascading-deletion"
+
+# HNC's API group. HNC never copies a label or annotation whose prefix ends with it
+# (``hnc.x-k8s.io/...``, ``propagate.hnc.x-k8s.io/...``): they speak of the source alone.
+HNC_GROUP: Final = "hnc.x-k8s.io"

@@ -5,7 +5,8 @@ conversion webhook must read them exactly as the Go controller wrote them. v2alp
 the same schema. v1 had only a status string (``ok``/``conflict``); when the Go controller wrote
 a v2 object as v1 it kept what v1 cannot express in two annotations, and reading it back as v2
 restores the status from them, so that a v2 -> v1 -> v2 round trip loses nothing. The v1 status
-string itself is derived from the v2 status and is not carried back (as in the Go Accurate).
+string itself is derived from the v2 status and is not carried back (as in the Go Accurate): it
+reads as the Go controller's would in the same state, whatever extra conditions we write.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from libaccurate.constants import (
     ANNOTATION_V1_CONDITIONS,
     ANNOTATION_V1_OBSERVED_GENERATION,
+    CONDITION_READY,
     CONDITION_STALLED,
     GROUP,
     SUBNAMESPACE_KIND,
@@ -142,10 +144,20 @@ def _v2_to_v1(obj: dict[str, Any]) -> None:
 
 
 def _v1_status(observed: int, conditions: list[Any], generation: int | None) -> str | None:
-    """The Go Accurate's reading of a v2 status as v1: conflict, ok, or unknown (None)."""
+    """The v1 status the Go controller would have left in the same state: conflict, ok, or
+    unknown (None).
+
+    The Go rule: ``conflict`` when Stalled is True; ``ok`` when the current generation was
+    reconciled and there are no conditions (the Go controller writes none on a healthy
+    SubNamespace); otherwise unknown. Our controller always adds Ready, a condition the Go
+    controller never writes, so the rule is applied to the conditions the Go controller would
+    have written: those without Ready. Whatever Ready says, the Go controller would have
+    written ``ok`` there: its status only tells a namespace that exists from one in conflict.
+    """
     if any(c.get("type") == CONDITION_STALLED and c.get("status") == "True" for c in conditions):
         return V1_STATUS_CONFLICT
-    if observed and observed == generation and not conditions:
+    go_conditions = [c for c in conditions if c.get("type") != CONDITION_READY]
+    if observed and observed == generation and not go_conditions:
         return V1_STATUS_OK
     return None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class GlobError(ValueError):
@@ -21,7 +22,7 @@ class GlobError(ValueError):
 
 
 @dataclass(frozen=True)
-class _Class:
+class CharClass:
     """A ``[...]`` term: inclusive code point ranges, possibly negated."""
 
     negated: bool
@@ -32,8 +33,16 @@ class _Class:
         return inside != self.negated
 
 
-_Term = str | _Class | None
+Term = str | CharClass | None
 """A literal character, a class, or None for ``?``."""
+
+
+class Chunk(NamedTuple):
+    """A run of terms, after one or more ``*`` when ``star``; a trailing ``*`` is a chunk
+    with no terms."""
+
+    star: bool
+    terms: tuple[Term, ...]
 
 
 def validate_glob(pattern: str) -> None:
@@ -61,12 +70,24 @@ def glob_match(pattern: str, name: str) -> bool:
     return not name
 
 
+def parse_glob(pattern: str) -> tuple[Chunk, ...]:
+    """The chunks of ``pattern`` in the order Go's ``path.Match`` scans them; raises GlobError
+    when it is malformed."""
+    validate_glob(pattern)
+    chunks = []
+    rest = pattern
+    while rest:
+        star, chunk, rest = _split_chunk(rest)
+        chunks.append(Chunk(star, tuple(_parse_chunk(chunk, pattern))))
+    return tuple(chunks)
+
+
 def match_any(patterns: Iterable[str], name: str) -> bool:
     """Whether any of ``patterns`` matches ``name``."""
     return any(glob_match(pattern, name) for pattern in patterns)
 
 
-def _advance(terms: list[_Term], name: str, *, last: bool, star: bool) -> str | None:
+def _advance(terms: list[Term], name: str, *, last: bool, star: bool) -> str | None:
     """Match one chunk at the start of ``name``, or after a ``*`` prefix that has no ``/``.
 
     Like Go, the first position that fits is taken without backtracking into earlier chunks; the
@@ -109,9 +130,9 @@ def _split_chunk(pattern: str) -> tuple[bool, str, str]:
     return star, stripped, ""
 
 
-def _parse_chunk(chunk: str, pattern: str) -> list[_Term]:
+def _parse_chunk(chunk: str, pattern: str) -> list[Term]:
     """Turn a star-free chunk into terms."""
-    terms: list[_Term] = []
+    terms: list[Term] = []
     i = 0
     while i < len(chunk):
         char = chunk[i]
@@ -132,7 +153,7 @@ def _parse_chunk(chunk: str, pattern: str) -> list[_Term]:
     return terms
 
 
-def _parse_class(chunk: str, i: int, pattern: str) -> tuple[_Class, int]:
+def _parse_class(chunk: str, i: int, pattern: str) -> tuple[CharClass, int]:
     """Parse the body of a class starting after its ``[``; return it and the index after ``]``."""
     negated = i < len(chunk) and chunk[i] == "^"
     if negated:
@@ -144,7 +165,7 @@ def _parse_class(chunk: str, i: int, pattern: str) -> tuple[_Class, int]:
         if chunk[i] == "-":
             hi, i = _class_char(chunk, i + 1, pattern)
         ranges.append((lo, hi))
-    return _Class(negated, tuple(ranges)), i + 1
+    return CharClass(negated, tuple(ranges)), i + 1
 
 
 def _class_char(chunk: str, i: int, pattern: str) -> tuple[str, int]:
@@ -158,7 +179,7 @@ def _class_char(chunk: str, i: int, pattern: str) -> tuple[str, int]:
     return chunk[i], i + 1
 
 
-def _match_terms(terms: list[_Term], name: str) -> str | None:
+def _match_terms(terms: list[Term], name: str) -> str | None:
     """Match terms against the start of ``name``; return what is left, or None on a mismatch."""
     if len(name) < len(terms):
         return None
@@ -166,7 +187,7 @@ def _match_terms(terms: list[_Term], name: str) -> str | None:
         if term is None:
             if char == "/":
                 return None
-        elif isinstance(term, _Class):
+        elif isinstance(term, CharClass):
             if not term.matches(char):
                 return None
         elif term != char:

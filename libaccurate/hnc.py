@@ -6,6 +6,10 @@ keeps trees in namespace labels and copies only objects that opt in. This module
 of HNC's objects and says which writes make Accurate hold the same trees and keep the same copies
 current, which controller config that needs, and what cannot be carried over, with the reason.
 
+Managed labels and annotations keep HNC's precedence (an ancestor's value wins over a
+namespace's own), and HNC's field manager gives up the namespace keys Accurate keeps, so that
+the controller's server-side applies can remove them.
+
 The writes never delete anything and never re-create a copy: HNC's copies are marked with
 Accurate's ``from`` annotation (and nothing else), so Accurate's controller adopts them and
 replaces them in place in update mode. A copy marked that way but never adopted is left alone by
@@ -14,6 +18,7 @@ Accurate (only copies in update mode are ever deleted), so an import that stops 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +56,9 @@ EXCEPTION_TREE_SELECT = "propagate.hnc.x-k8s.io/treeSelect"
 EXCEPTION_NONE = "propagate.hnc.x-k8s.io/none"
 EXCEPTION_ALL = "propagate.hnc.x-k8s.io/all"
 WEBHOOK_SUFFIX = ".hnc.x-k8s.io"
+# HNC's controller writes namespaces by update; controller-runtime names the field manager after
+# its binary, /manager.
+HNC_FIELD_MANAGERS = frozenset({"manager"})
 
 MODE_PROPAGATE = "Propagate"
 MODE_ALLOW_PROPAGATE = "AllowPropagate"
@@ -134,11 +142,48 @@ class NewSubNamespace:
 
 
 @dataclass(frozen=True)
+class TakeOwnership:
+    """Take the metadata keys Accurate keeps on a namespace away from HNC's field managers.
+
+    Server-side apply removes a key the controller stops applying only when no other manager
+    owns it, so a key HNC's controller wrote (and still co-owns) would never go: a stale tree
+    label after a move, a managed annotation removed from an ancestor. Once HNC's ownership is
+    gone, the controller's first apply of such a key makes it the key's only owner.
+    """
+
+    namespace: Obj = field(repr=False, compare=False)
+    name: str
+    labels: tuple[str, ...]
+    annotations: tuple[str, ...]
+
+    def managed_fields(self, current: Obj) -> list[dict[str, Any]]:
+        """``current``'s managedFields with the keys taken from HNC's entries and nothing else
+        changed; ``[{}]`` (which clears them) when no entry is left, as ``[]`` would keep them."""
+        entries = []
+        for entry in _metadata(current).get("managedFields") or ():
+            if _hnc_entry(entry):
+                entry = _released(entry, self.labels, self.annotations)
+            if entry.get("fieldsV1"):
+                entries.append(entry)
+        return entries or [{}]
+
+    def describe(self) -> str:
+        keys = [
+            f"{noun if len(keys) == 1 else noun + 's'} {', '.join(keys)}"
+            for noun, keys in (("label", self.labels), ("annotation", self.annotations))
+            if keys
+        ]
+        return f"take over namespace {self.name}'s {' and '.join(keys)} from HNC's field manager"
+
+
+@dataclass(frozen=True)
 class Plan:
     """The import's writes, in the order they are safe to make, and what it cannot do.
 
     Copies are marked first (a marked copy is inert until its tree exists in Accurate), then
-    sources opt in, then roots and parents are labelled top-down (so each parent is a root or
+    sources opt in, then HNC's field managers lose the namespace keys Accurate keeps (before
+    the namespaces join a tree, so that an Accurate controller already running writes none of
+    them in between), then roots and parents are labelled top-down (so each parent is a root or
     sub-namespace before its children name it), and SubNamespaces come last.
     """
 
@@ -151,10 +196,18 @@ class Plan:
     not_carried: tuple[NotCarried, ...]
     # Why the config holds what is not plain key lists and watches.
     config_notes: tuple[str, ...] = ()
+    takeovers: tuple[TakeOwnership, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.copies or self.sources or self.roots or self.parents or self.subnamespaces)
+        return not (
+            self.copies
+            or self.sources
+            or self.roots
+            or self.parents
+            or self.subnamespaces
+            or self.takeovers
+        )
 
     def config_document(self) -> dict[str, Any]:
         return config_to_dict(self.config)
@@ -384,7 +437,7 @@ def _child_problem(tree: _Tree, name: str, parent: str) -> str | None:
 
 
 def _namespace_writes(
-    tree: _Tree, existing: Iterable[Obj], not_carried: list[NotCarried]
+    tree: _Tree, owns: _Owns, existing: Iterable[Obj], not_carried: list[NotCarried]
 ) -> tuple[list[str], list[tuple[str, str]], list[NewSubNamespace]]:
     have = {(_namespace(sub), _name(sub)) for sub in existing}
     roots = [
@@ -412,9 +465,10 @@ def _namespace_writes(
             continue
         used.add((parent, name))
         if (parent, name) not in have:
-            spec = _spec(anchor)
-            labels, annotations = _pairs(spec.get("labels")), _pairs(spec.get("annotations"))
+            labels, annotations = owns.kept.get(name, ({}, {}))
             subnamespaces.append(NewSubNamespace(parent, name, labels, annotations))
+            if namespace is None and (labels or annotations):
+                not_carried.append(_pending_metadata(parent, name, labels, annotations))
     for parent, name in sorted(tree.anchors):
         if (parent, name) not in used and name not in tree.reasons:
             not_carried.append(
@@ -425,6 +479,32 @@ def _namespace_writes(
                 )
             )
     return roots, parents, subnamespaces
+
+
+def _pending_metadata(
+    parent: str, name: str, labels: Mapping[str, str], annotations: Mapping[str, str]
+) -> NotCarried:
+    return NotCarried(
+        f"SubnamespaceAnchor {parent}/{name}",
+        f"namespace {name} does not exist yet: Accurate's controller makes it with what it "
+        f"inherits, without the anchor's {_metadata_text(labels, annotations)}, as no key is "
+        "taken from a SubNamespace (see the managed keys)",
+    )
+
+
+def _metadata_text(labels: Mapping[str, str], annotations: Mapping[str, str]) -> str:
+    """``label a=1``, ``labels a=1, b=2 and annotation c=3``."""
+    parts = []
+    for noun, values in (("label", labels), ("annotation", annotations)):
+        if values:
+            pairs = ", ".join(f"{key}={value}" for key, value in sorted(values.items()))
+            parts.append(f"{noun if len(values) == 1 else noun + 's'} {pairs}")
+    return " and ".join(parts)
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` and the noun, plural unless the count is one (the nouns here take an s)."""
+    return f"{count} {noun if count == 1 else noun + 's'}"
 
 
 def _missing_anchor(parent: str, name: str) -> NotCarried:
@@ -601,8 +681,9 @@ def _source_problem(
     may be why."""
     own = [child for child, other in theirs if _is_source(other)]
     if own:
+        holds = "holds its" if len(own) == 1 else "hold their"
         return (
-            f"{', '.join(own)} hold their own {kind.gvk.kind} {_name(obj)}, which Accurate would "
+            f"{', '.join(own)} {holds} own {kind.gvk.kind} {_name(obj)}, which Accurate would "
             "replace with the copy"
         )
     if not hnc_copies and propagate_mode(obj) is None and not narrowed:
@@ -615,6 +696,8 @@ def _source_problem(
 
 def _left_copies(exception: str, hnc_copies: Sequence[tuple[str, Obj]]) -> str:
     """A reason for not carrying a source over, with what becomes of HNC's copies of it."""
+    if exception and len(hnc_copies) == 1:
+        return f"{exception}; its copy stays as it is, no longer kept current"
     if exception and hnc_copies:
         return f"{exception}; its {len(hnc_copies)} copies stay as they are, no longer kept current"
     return exception
@@ -631,36 +714,131 @@ def _describe(kind: PropagatedKind, namespace: str, name: str) -> str:
 # Namespace labels and annotations, and what has no equivalent
 
 
-def _managed_keys(
-    snapshot: HncSnapshot, not_carried: list[NotCarried]
-) -> dict[str, tuple[str, ...]]:
-    """The config's key lists for HNC's managed labels and annotations (the keys in use: the
-    patterns themselves are flags of HNC's deployment)."""
-    found: dict[str, set[str]] = {
-        "labelKeys": set(),
-        "annotationKeys": set(),
-        "subNamespaceLabelKeys": set(),
-        "subNamespaceAnnotationKeys": set(),
+@dataclass(frozen=True)
+class _Owns:
+    """Of each carried namespace's own managed labels and annotations (its anchor's for a
+    subnamespace, else its HierarchyConfiguration's), the values no ancestor overrides: what
+    its SubNamespace records."""
+
+    kept: Mapping[str, tuple[dict[str, str], dict[str, str]]]
+    # The namespaces whose own values come from an anchor.
+    anchored: frozenset[str]
+
+
+def _own_metadata(tree: _Tree, snapshot: HncSnapshot, not_carried: list[NotCarried]) -> _Owns:
+    """HNC sets a namespace's own managed values first, then each ancestor's up to the root,
+    so the highest namespace holding a key wins (hierarchyconfig's syncLabels and
+    syncAnnotations). Accurate's labelKeys give the same answer for every namespace HNC
+    labelled, as a parent's value wins over a namespace's own; every own value an ancestor
+    overrides with another is reported with the value that wins."""
+    declared = {
+        _namespace(hc): _spec(hc) for hc in snapshot.hierarchies if _name(hc) == HIERARCHY_NAME
     }
-    for hierarchy in snapshot.hierarchies:
-        found["labelKeys"].update(_pairs(_spec(hierarchy).get("labels")))
-        found["annotationKeys"].update(_pairs(_spec(hierarchy).get("annotations")))
-    for anchor in snapshot.anchors:
-        labels = _pairs(_spec(anchor).get("labels"))
-        annotations = _pairs(_spec(anchor).get("annotations"))
-        found["labelKeys"].update(labels)
-        found["subNamespaceLabelKeys"].update(labels)
-        found["annotationKeys"].update(annotations)
-        found["subNamespaceAnnotationKeys"].update(annotations)
-    reserved = sorted({k for keys in found.values() for k in keys if k.startswith(RESERVED_PREFIX)})
+    labels: dict[str, Mapping[str, str]] = {}
+    annotations: dict[str, Mapping[str, str]] = {}
+    origins: dict[str, str] = {}
+    anchored = set()
+    for name in tree.top_down():
+        anchor, spec = _own_spec(tree, declared, name)
+        if anchor is None:
+            origins[name] = f"HierarchyConfiguration {name}/{HIERARCHY_NAME}"
+        else:
+            origins[name] = f"SubnamespaceAnchor {_namespace(anchor)}/{name}"
+            anchored.add(name)
+        labels[name] = _pairs(spec.get("labels"))
+        annotations[name] = _pairs(spec.get("annotations"))
+    kept = {}
+    for name in tree.top_down():
+        sections = []
+        for noun, own in (("label", labels), ("annotation", annotations)):
+            mine = {}
+            for key, value in own[name].items():
+                winner = _winner(tree, own, name, key)
+                if winner is None or winner[1] == value:
+                    mine[key] = value
+                    continue
+                ancestor, wins = winner
+                not_carried.append(
+                    NotCarried(
+                        f"{origins[name]}: {noun} {key}={value}",
+                        f"HNC gives namespace {name} {ancestor}'s {key}={wins}, as an "
+                        f"ancestor's managed {noun} wins over a namespace's own; so does "
+                        f"Accurate, which has {name} inherit it",
+                    )
+                )
+            sections.append(mine)
+        kept[name] = (sections[0], sections[1])
+    return _Owns(kept, frozenset(anchored))
+
+
+def _own_spec(
+    tree: _Tree, declared: Mapping[str, Mapping[str, Any]], name: str
+) -> tuple[Obj | None, Mapping[str, Any]]:
+    """The anchor a namespace's own managed values come from (None for its
+    HierarchyConfiguration), and that spec: HNC copies a subnamespace's anchor's values onto
+    its HierarchyConfiguration."""
+    parent = tree.parents.get(name)
+    anchor = tree.anchors.get((parent, name)) if parent else None
+    namespace = tree.namespaces.get(name)
+    subnamespace_of = annotations_of(namespace or {}).get(ANNOTATION_SUBNAMESPACE_OF)
+    if anchor is not None and (namespace is None or subnamespace_of == parent):
+        return anchor, _spec(anchor)
+    return None, declared.get(name) or {}
+
+
+def _winner(
+    tree: _Tree, own: Mapping[str, Mapping[str, str]], name: str, key: str
+) -> tuple[str, str] | None:
+    """The highest ancestor holding ``key`` among its own values, and its value."""
+    found = None
+    above = tree.parents.get(name)
+    while above is not None and above in own:
+        if key in own[above]:
+            found = (above, own[above][key])
+        above = tree.parents.get(above)
+    return found
+
+
+def _managed_keys(
+    snapshot: HncSnapshot, owns: _Owns, not_carried: list[NotCarried]
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The label and annotation keys HNC manages in the cluster (the keys in use: the patterns
+    themselves are flags of HNC's deployment), without the reserved ones, which are reported.
+
+    None goes to subNamespaceLabelKeys or subNamespaceAnnotationKeys: there a SubNamespace's
+    value wins over an inherited one, which HNC never lets an anchor do, so a tenant could
+    override what an ancestor sets (say pod-security.kubernetes.io/enforce) in every
+    SubNamespace they create. The anchors' values stay on their namespaces as HNC set them and
+    pass down as in HNC."""
+    labels: set[str] = set()
+    annotations: set[str] = set()
+    for spec in [*map(_spec, snapshot.hierarchies), *map(_spec, snapshot.anchors)]:
+        labels.update(_pairs(spec.get("labels")))
+        annotations.update(_pairs(spec.get("annotations")))
+    reserved = sorted(k for k in labels | annotations if k.startswith(RESERVED_PREFIX))
     for key in reserved:
         not_carried.append(
             NotCarried(f"managed key {key}", "keys under accurate.cybozu.com/ cannot be inherited")
         )
-    return {
-        name: tuple(_literal(key) for key in sorted(keys) if not key.startswith(RESERVED_PREFIX))
-        for name, keys in found.items()
-    }
+    anchored = sorted(
+        {key for name in owns.anchored for section in owns.kept[name] for key in section}
+    )
+    if anchored:
+        not_carried.append(
+            NotCarried(
+                f"managed {'key' if len(anchored) == 1 else 'keys'} {', '.join(anchored)} on "
+                "anchors",
+                "taken from no SubNamespace: in subNamespaceLabelKeys or "
+                "subNamespaceAnnotationKeys a SubNamespace's value would win over an inherited "
+                "one, while HNC lets an ancestor's value win over an anchor's, so a tenant "
+                "could override what an ancestor sets. The anchors' values stay on their "
+                "namespaces and pass down as in HNC, and the SubNamespaces record them",
+            )
+        )
+    return (
+        frozenset(k for k in labels if not k.startswith(RESERVED_PREFIX)),
+        frozenset(k for k in annotations if not k.startswith(RESERVED_PREFIX)),
+    )
 
 
 def _literal(key: str) -> str:
@@ -692,6 +870,63 @@ def _leftovers(snapshot: HncSnapshot, not_carried: list[NotCarried]) -> None:
         )
 
 
+# Field ownership
+
+
+def _takeovers(
+    tree: _Tree, labels: frozenset[str], annotations: frozenset[str]
+) -> list[TakeOwnership]:
+    """For each namespace of the carried trees, the keys Accurate keeps (managed keys, HNC's
+    tree labels) that HNC's field managers still own."""
+    found = []
+    for name in tree.top_down():
+        namespace = tree.namespaces.get(name)
+        if namespace is None:
+            continue
+        owned_labels, owned_annotations = _hnc_owned(namespace)
+        taken = sorted(k for k in owned_labels if k in labels or k.endswith(TREE_LABEL_SUFFIX))
+        taken_annotations = sorted(owned_annotations & annotations)
+        if taken or taken_annotations:
+            found.append(TakeOwnership(namespace, name, tuple(taken), tuple(taken_annotations)))
+    return found
+
+
+def _hnc_entry(entry: Obj) -> bool:
+    return (
+        entry.get("manager") in HNC_FIELD_MANAGERS
+        and entry.get("operation") == "Update"
+        and not entry.get("subresource")
+    )
+
+
+def _hnc_owned(namespace: Obj) -> tuple[set[str], set[str]]:
+    """The label and annotation keys HNC's field managers own on ``namespace``."""
+    labels: set[str] = set()
+    annotations: set[str] = set()
+    for entry in _metadata(namespace).get("managedFields") or ():
+        if _hnc_entry(entry):
+            metadata = (entry.get("fieldsV1") or {}).get("f:metadata") or {}
+            for keys, section in ((labels, "f:labels"), (annotations, "f:annotations")):
+                keys.update(k[2:] for k in metadata.get(section) or {} if k.startswith("f:"))
+    return labels, annotations
+
+
+def _released(entry: Obj, labels: Iterable[str], annotations: Iterable[str]) -> dict[str, Any]:
+    """``entry`` owning none of ``labels`` and ``annotations``; maps left empty are dropped."""
+    result = copy.deepcopy(dict(entry))
+    fields = result.get("fieldsV1") or {}
+    metadata = fields.get("f:metadata") or {}
+    for section, keys in (("f:labels", labels), ("f:annotations", annotations)):
+        owned = metadata.get(section) or {}
+        for key in keys:
+            owned.pop(f"f:{key}", None)
+        if not owned:
+            metadata.pop(section, None)
+    if not metadata:
+        fields.pop("f:metadata", None)
+    return result
+
+
 # The plan
 
 
@@ -702,7 +937,10 @@ def plan_import(snapshot: HncSnapshot, kinds: Kinds) -> Plan:
     """
     not_carried: list[NotCarried] = list(kinds.not_carried)
     tree = _build_tree(snapshot, not_carried)
-    roots, parents, subnamespaces = _namespace_writes(tree, snapshot.subnamespaces, not_carried)
+    owns = _own_metadata(tree, snapshot, not_carried)
+    roots, parents, subnamespaces = _namespace_writes(
+        tree, owns, snapshot.subnamespaces, not_carried
+    )
     copies: list[MarkObject] = []
     sources: list[MarkObject] = []
     for kind in kinds.propagated:
@@ -710,14 +948,12 @@ def plan_import(snapshot: HncSnapshot, kinds: Kinds) -> Plan:
         made_copies, made_sources = _object_writes(tree, _Objects(kind, by_key), not_carried)
         copies.extend(made_copies)
         sources.extend(made_sources)
-    keys = _managed_keys(snapshot, not_carried)
+    labels, annotations = _managed_keys(snapshot, owns, not_carried)
     _leftovers(snapshot, not_carried)
     tree_labels = _tree_labels(snapshot)
     config = Config(
-        label_keys=keys["labelKeys"],
-        annotation_keys=keys["annotationKeys"],
-        sub_namespace_label_keys=keys["subNamespaceLabelKeys"],
-        sub_namespace_annotation_keys=keys["subNamespaceAnnotationKeys"],
+        label_keys=tuple(_literal(key) for key in sorted(labels)),
+        annotation_keys=tuple(_literal(key) for key in sorted(annotations)),
         watches=tuple(kind.gvk for kind in kinds.propagated),
         tree_labels=TreeLabelSettings(HNC_TREE_SUFFIX) if tree_labels else None,
     )
@@ -730,6 +966,7 @@ def plan_import(snapshot: HncSnapshot, kinds: Kinds) -> Plan:
         config,
         tuple(not_carried),
         (tree_labels,) if tree_labels else (),
+        tuple(_takeovers(tree, labels, annotations)),
     )
 
 
@@ -750,9 +987,11 @@ def _tree_labels(snapshot: HncSnapshot) -> str:
     )
     if not labelled and not selecting:
         return ""
-    found = f"HNC's tree labels (<ancestor>{TREE_LABEL_SUFFIX}) are on {labelled} namespaces"
+    found = (
+        f"HNC's tree labels (<ancestor>{TREE_LABEL_SUFFIX}) are on {counted(labelled, 'namespace')}"
+    )
     if selecting:
-        found += f" and {selecting} objects' selectors name them"
+        found += f" and the selectors of {counted(selecting, 'object')} name them"
     return (
         f"treeLabels: {found}. With suffix {HNC_TREE_SUFFIX} Accurate keeps them current on "
         "the namespaces of its trees, so NetworkPolicies, namespaceSelectors and selectors "

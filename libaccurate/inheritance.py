@@ -152,10 +152,19 @@ def desired_metadata(
             )
             labels[LABEL_PARENT] = source
             labels[LABEL_CREATED_BY] = CREATED_BY_VALUE
+        else:
+            labels.update(_still_kept(current_meta.labels, owned.labels))
         labels.update(tree)
         desired[name] = Metadata(labels, annotations)
         after[name] = _after_apply(current_meta, owned, desired[name])
     return desired
+
+
+def _still_kept(current: Mapping[str, str], owned: frozenset[str]) -> dict[str, str]:
+    """The ``_KEPT_LABELS`` an instance holds from its time as a sub-namespace, whose
+    controller-owned values its applies keep: left out, the server would remove them, and a
+    former sub-namespace keeps its labels (DESIGN.md 4.2)."""
+    return {key: current[key] for key in _KEPT_LABELS if key in owned and key in current}
 
 
 def _after_apply(current: Metadata, owned: OwnedKeys, desired: Metadata) -> Metadata:

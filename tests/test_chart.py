@@ -1,7 +1,9 @@
 """The Helm chart charts/accurate, rendered and linted by the real Helm engine (helm-python-sdk).
 
-It takes the Go Accurate chart's values and renders the kustomize base's objects: the comparison
-with controller/config is what keeps the two from drifting apart (docs/install.md says so).
+It takes the Go Accurate chart's values and renders the kustomize base's objects. The CRD and
+RBAC files of controller/config are the chart's templates rendered (scripts/render_manifests.py,
+checked by tests/test_manifests.py); the comparison here keeps the rest from drifting apart
+(docs/install.md says so). An upgrade from each layout of the Go chart keeps its objects.
 """
 
 from __future__ import annotations
@@ -25,22 +27,18 @@ from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 from controller import options, selfcheck
 from libaccurate.config import Config, parse_config, resolve_watches
 from libaccurate.network.kube import ConnectionOptions, Kube
+from scripts import render_manifests
+from scripts.render_manifests import HELM_LABELS
 from tests.e2e.webhooks import connect, kubectl
 from tests.test_manifests import match_expression
 
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "charts" / "accurate"
 DATA = Path(__file__).parent / "data" / "chart"
-KUSTOMIZE_VALUES = DATA / "kustomize-values.yaml"
+KUSTOMIZE_VALUES = render_manifests.KUSTOMIZE_VALUES
 GO_E2E_VALUES = DATA / "go-e2e-values.yaml"
 CERT_MANAGER_CRDS = DATA / "cert-manager-crds.yaml"
-# Labels the chart puts on every object for Helm's bookkeeping; the kustomize base has none.
-HELM_LABELS = (
-    "helm.sh/chart",
-    "app.kubernetes.io/name",
-    "app.kubernetes.io/version",
-    "app.kubernetes.io/managed-by",
-)
+GO_LAYOUTS = DATA / "go-chart-layouts.yaml"
 CONFIG_FILE = "config.yaml"
 CRD_READY = 30.0
 RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
@@ -52,11 +50,21 @@ def _values(path: Path) -> dict[str, Any]:
 
 
 def render_chart(
-    values: dict[str, Any] | None = None, release: str = "accurate", namespace: str = "accurate"
+    values: dict[str, Any] | None = None,
+    release: str = "accurate",
+    namespace: str = "accurate",
+    upgrade: bool = False,
 ) -> list[dict[str, Any]]:
-    """The objects `helm template` makes of the chart, ordered by template file."""
+    """The objects `helm template` (or, with ``upgrade``, `helm upgrade`) makes of the chart,
+    ordered by template file."""
     with helm.Chart.load(CHART) as chart:
-        rendered = chart.render(values=values, name=release, namespace=namespace, is_install=True)
+        rendered = chart.render(
+            values=values,
+            name=release,
+            namespace=namespace,
+            is_install=not upgrade,
+            is_upgrade=upgrade,
+        )
     return [
         obj
         for name, text in sorted(rendered.items())
@@ -350,6 +358,32 @@ def test_names_follow_the_go_charts_rule() -> None:
     names = {obj["metadata"]["name"] for obj in render_chart(release="tenants")}
     assert "tenants-accurate-controller-manager" in names
     assert "tenants-accurate-manager-admin" in names
+
+
+def _go_layouts() -> list[dict[str, Any]]:
+    layouts: list[dict[str, Any]] = yaml.safe_load(GO_LAYOUTS.read_text(encoding="utf-8"))
+    return layouts
+
+
+@pytest.mark.parametrize("release", ["accurate", "accurate-prod", "tenants"])
+@pytest.mark.parametrize(
+    "layout", _go_layouts(), ids=[layout["versions"] for layout in _go_layouts()]
+)
+def test_an_upgrade_from_each_go_chart_layout_keeps_its_objects_and_its_secret(
+    layout: dict[str, Any], release: str
+) -> None:
+    """`helm upgrade` over a release of the Go chart must update the objects it has, not make
+    new ones next to them, and keep the serving certificate in the Secret the Go chart had: a
+    new name would have cert-manager issue a new Secret and leave the old one behind (issue
+    30). tests/data/chart/go-chart-layouts.yaml says what each Go chart release renders."""
+    fullname = release if "accurate" in release else f"{release}-accurate"
+    objects = render_chart(release=release, upgrade=True)
+    volumes = _one(objects, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    go = {(kind, name.replace("<fullname>", fullname)) for kind, name in layout["objects"]}
+
+    assert go <= {(obj["kind"], obj["metadata"]["name"]) for obj in objects}
+    assert _one(objects, "Certificate")["spec"]["secretName"] == layout["secret"]
+    assert [v["secret"]["secretName"] for v in volumes if "secret" in v] == [layout["secret"]]
 
 
 def test_a_values_file_that_asks_for_the_bundled_cert_manager_is_refused() -> None:

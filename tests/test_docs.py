@@ -10,10 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 import yaml
 
 from controller import options
+from kubectl_accurate.main import PROG, root
+from libaccurate import constants
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -99,3 +102,53 @@ def test_helm_values_table_is_current() -> None:
     generator = runpy.run_path(str(DOCS / "gen_values.py"))
     committed = (DOCS / "install.md").read_text(encoding="utf-8")
     assert committed == generator["render"](committed), "run: .venv/bin/python docs/gen_values.py"
+
+
+def _comparison_rows(section: str) -> list[str]:
+    """The first cells of the table under ``### section`` in docs/comparison.md."""
+    page = (DOCS / "comparison.md").read_text(encoding="utf-8")
+    _, found, rest = page.partition(f"\n### {section}\n")
+    assert found, f"docs/comparison.md has no section {section!r}"
+    table = rest.partition("\n#")[0]
+    return [line[2:].split(" | ")[0] for line in table.splitlines() if line.startswith("| ")]
+
+
+def _annotations() -> list[str]:
+    """Every annotation Accurate reads or writes (libaccurate/constants.py)."""
+    return sorted(
+        value
+        for name, value in vars(constants).items()
+        if name.startswith("ANNOTATION_") and isinstance(value, str)
+    )
+
+
+def _commands() -> list[str]:
+    """Every command of the plugin that runs (groups only hold others), as typed after
+    ``kubectl accurate``."""
+    found = []
+    pending = [click.Context(root, info_name=PROG)]
+    while pending:
+        ctx = pending.pop()
+        command = ctx.command
+        if not isinstance(command, click.Group):
+            found.append(ctx.command_path.removeprefix(f"{PROG} "))
+            continue
+        for name in command.list_commands(ctx):
+            child = command.get_command(ctx, name)
+            if child is not None:
+                pending.append(click.Context(child, info_name=name, parent=ctx))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("annotation", _annotations())
+def test_the_comparison_has_a_row_for_every_annotation(annotation: str) -> None:
+    """docs/comparison.md says, for each annotation, what each controller does with it (issue
+    30): a new one must get a row."""
+    rows = _comparison_rows("Annotations")
+    assert any(f"`{annotation}`" in row for row in rows), f"no row for {annotation}"
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_the_comparison_has_a_row_for_every_plugin_command(command: str) -> None:
+    rows = _comparison_rows("Plugin commands")
+    assert any(f"`{command}`" in row for row in rows), f"no row for {command}"

@@ -39,9 +39,16 @@ from libaccurate.constants import (
     SUBNAMESPACE_PLURAL,
 )
 from libaccurate.network.kube import ConnectionOptions, Kube
+from scripts import render_manifests
 from tests.e2e.webhooks import connect, kubectl
 
 DIRECTORIES = sorted(path.parent for path in MANIFESTS.glob("*/kustomization.yaml"))
+# The CRD and RBAC files not rendered from the chart: an example of what the controller needs
+# for the kinds of the example config's watches, which the chart takes from its values
+# (controller.additionalRBAC) rather than from a template.
+HAND_WRITTEN_RBAC = {MANIFESTS / "rbac" / "additional_resources.yaml"}
+# The Secret the Go Accurate's chart and manifests keep the serving certificate in.
+GO_SECRET = "webhook-server-cert"
 # The directories that install everything; the others are their parts.
 CERT_MANAGER = "cert-manager.io/v1"
 _ACCURATE_KEY = 'k.startsWith("accurate.cybozu.com/")'
@@ -293,7 +300,7 @@ def test_cert_manager_issues_the_certificate_the_controller_loads(install: Manif
     }
     host = f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
     assert host in certificate["spec"]["dnsNames"]
-    assert cert_volume["secret"]["secretName"] == certificate["spec"]["secretName"]
+    assert cert_volume["secret"]["secretName"] == certificate["spec"]["secretName"] == GO_SECRET
     assert sorted(obj["kind"] for obj in injected) == [
         "CustomResourceDefinition",
         "MutatingWebhookConfiguration",
@@ -301,6 +308,24 @@ def test_cert_manager_issues_the_certificate_the_controller_loads(install: Manif
     ]
     for obj in injected:
         assert obj["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == name
+
+
+def test_the_crd_and_rbac_are_the_charts_templates_rendered() -> None:
+    """One source for both (issue 30): scripts/render_manifests.py writes these files from the
+    chart, and every CRD and RBAC file is one of them or named as written by hand."""
+    rendered = render_manifests.render()
+    found = {
+        path
+        for directory in ("crd", "rbac", "sudo")
+        for path in (MANIFESTS / directory).glob("*.yaml")
+        if path.name != "kustomization.yaml"
+    }
+
+    assert found == set(rendered) | HAND_WRITTEN_RBAC
+    for path, text in rendered.items():
+        assert path.read_text(encoding="utf-8") == text, (
+            f"{path} is stale: run .venv/bin/python scripts/render_manifests.py"
+        )
 
 
 def test_the_deployment(install: Manifests) -> None:

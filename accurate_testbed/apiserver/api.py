@@ -15,13 +15,13 @@ import datetime
 import json
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import yaml
 
-from accurate_testbed.apiserver import crds, errors, paging, schema, validate
+from accurate_testbed.apiserver import conversion, crds, errors, paging, schema, validate
 from accurate_testbed.apiserver.defaults import apply_builtin_defaults
 from accurate_testbed.apiserver.errors import ApiError
 from accurate_testbed.apiserver.managedfields import ApplyConflict, record_update, server_side_apply
@@ -219,14 +219,29 @@ class Api:
             "kind": f"{resource.kind}List",
             "apiVersion": resource.api_version,
             "metadata": metadata,
-            "items": [self.view(resource, item) for item in page.items],
+            "items": self.views(resource, page.items, listing=True),
         }
 
     def view(self, resource: Resource, obj: Obj) -> Obj:
         """The object as served at the resource's version (one storage form for all versions)."""
-        if obj.get("apiVersion") == resource.api_version:
-            return obj
-        return {**obj, "apiVersion": resource.api_version}
+        return self.views(resource, [obj])[0]
+
+    def views(
+        self, resource: Resource, objects: Sequence[Obj], listing: bool = False
+    ) -> Sequence[Obj]:
+        """The objects as served at the resource's version: those stored at another are
+        converted by the CRD's conversion webhook when it has one (all in one review), or
+        only relabelled when its strategy is None."""
+        wanted = resource.api_version
+        others = [obj for obj in objects if obj.get("apiVersion") != wanted]
+        if not others:
+            return objects
+        converted: Iterator[Obj]
+        if resource.conversion is None:
+            converted = iter([{**obj, "apiVersion": wanted} for obj in others])
+        else:
+            converted = iter(conversion.convert(resource.conversion, others, wanted, listing))
+        return [obj if obj.get("apiVersion") == wanted else next(converted) for obj in objects]
 
     # -- writes ------------------------------------------------------------------------------
 

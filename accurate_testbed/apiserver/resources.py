@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accurate_testbed.apiserver import crds
+from accurate_testbed.apiserver.conversion import ConversionWebhook
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
@@ -39,6 +40,8 @@ class Resource:
     extra_subresources: tuple[str, ...] = field(default=())
     # A custom resource whose CRD is being deleted: served, but new objects are refused.
     terminating: bool = False
+    # A custom resource whose CRD converts between versions through a webhook.
+    conversion: ConversionWebhook | None = None
 
     @property
     def api_version(self) -> str:
@@ -212,6 +215,7 @@ def resources_of_crd(crd: dict[str, Any]) -> list[Resource]:
                 printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
                 categories=tuple(names.get("categories") or ()),
                 terminating=crds.is_terminating(crd),
+                conversion=ConversionWebhook.of_crd(crd),
             )
         )
     return result

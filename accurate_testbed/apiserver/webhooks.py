@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from accurate_testbed.apiserver.errors import ApiError, forbidden, invalid, not_found
@@ -101,7 +101,7 @@ class AdmissionRequest:
     options: dict[str, Any] | None
 
 
-class _CallFailure(Exception):
+class CallFailure(Exception):
     """ErrCallingWebhook: the webhook gave no usable answer, so its failurePolicy decides."""
 
 
@@ -113,6 +113,22 @@ class _ConditionError(Exception):
 class _Condition:
     expression: str
     program: Any
+
+
+class Endpoint(Protocol):
+    """Where a webhook is called (admission and CRD conversion webhooks alike)."""
+
+    @property
+    def url(self) -> str | None: ...
+
+    @property
+    def service(self) -> Mapping[str, Any] | None: ...
+
+    @property
+    def ca_bundle(self) -> str: ...
+
+    @property
+    def timeout_seconds(self) -> int: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -428,7 +444,7 @@ def _dispatch(
     """The webhook's patch operations (none when failing open); raises when failing closed."""
     try:
         return _call(webhook, request, warnings)
-    except _CallFailure as failure:
+    except CallFailure as failure:
         if webhook.failure_policy == "Ignore":
             return []
         raise _internal_error(f'failed calling webhook "{webhook.name}": {failure}') from failure
@@ -436,12 +452,12 @@ def _dispatch(
 
 def _call(webhook: Webhook, request: AdmissionRequest, warnings: list[str]) -> list[dict[str, Any]]:
     if "v1" not in webhook.review_versions:
-        raise _CallFailure(
+        raise CallFailure(
             "could not create admission objects: the in-memory API server sends only "
             "admission.k8s.io/v1 AdmissionReviews; add v1 to admissionReviewVersions"
         )
     uid = str(uuid.uuid4())
-    response = _verify(uid, webhook.mutating, _post(webhook, _review(request, uid)))
+    response = _verify(uid, webhook.mutating, post(webhook, _review(request, uid)))
     warnings.extend(response.get("warnings") or [])
     if not response.get("allowed"):
         status = _rejection(webhook.name, response.get("status"))
@@ -449,8 +465,8 @@ def _call(webhook: Webhook, request: AdmissionRequest, warnings: list[str]) -> l
     return _patch_operations(webhook, response, request) if webhook.mutating else []
 
 
-def _post(webhook: Webhook, review: dict[str, Any]) -> dict[str, Any]:
-    """POST the review over HTTPS; every transport problem is a _CallFailure.
+def post(webhook: Endpoint, review: dict[str, Any]) -> dict[str, Any]:
+    """POST the review over HTTPS; every transport problem is a CallFailure.
 
     timeoutSeconds bounds the connection and each read; for a webhook that answers in one piece,
     as admission webhooks do, that is the whole call. A connection kept alive from an earlier
@@ -464,7 +480,7 @@ def _post(webhook: Webhook, review: dict[str, Any]) -> dict[str, Any]:
             f"https://{service.get('name')}.{service.get('namespace')}.svc:"
             f"{service.get('port', 443)}{service.get('path', '')}?timeout={timeout}s"
         )
-        raise _CallFailure(
+        raise CallFailure(
             f'failed to call webhook: Post "{target}": the in-memory API server cannot reach '
             "Services; register the webhook with clientConfig.url"
         )
@@ -481,12 +497,12 @@ def _post(webhook: Webhook, review: dict[str, Any]) -> dict[str, Any]:
         except (OSError, http.client.HTTPException) as error:
             kept.close()
             reason = _transport_error(error, parts)
-            raise _CallFailure(f'failed to call webhook: Post "{target}": {reason}') from error
+            raise CallFailure(f'failed to call webhook: Post "{target}": {reason}') from error
     try:
         context = _tls_context(webhook.ca_bundle)
     except (ValueError, ssl.SSLError) as error:
         reason = f"could not get REST client: unable to load root certificates: {error}"
-        raise _CallFailure(reason) from error
+        raise CallFailure(reason) from error
     connection = http.client.HTTPSConnection(
         parts.hostname or "", parts.port or 443, timeout=timeout, context=context
     )
@@ -495,7 +511,7 @@ def _post(webhook: Webhook, review: dict[str, Any]) -> dict[str, Any]:
     except (OSError, http.client.HTTPException) as error:
         connection.close()
         reason = _transport_error(error, parts)
-        raise _CallFailure(f'failed to call webhook: Post "{target}": {reason}') from error
+        raise CallFailure(f'failed to call webhook: Post "{target}": {reason}') from error
 
 
 # What a webhook closing a connection while it sat idle looks like on the next call.
@@ -577,14 +593,14 @@ def _transport_error(error: BaseException, parts: Any) -> str:
 
 def _decode_reply(code: int, payload: bytes) -> dict[str, Any]:
     if not 200 <= code < 300:
-        raise _CallFailure(f"failed to call webhook: {_error_message(code, payload)}")
+        raise CallFailure(f"failed to call webhook: {_error_message(code, payload)}")
     try:
         body = json.loads(payload)
     except ValueError as error:
         reason = f"couldn't get version/kind; json parse error: {error}"
-        raise _CallFailure(f"failed to call webhook: {reason}") from error
+        raise CallFailure(f"failed to call webhook: {reason}") from error
     if not isinstance(body, dict):
-        raise _CallFailure("failed to call webhook: the response body is not a JSON object")
+        raise CallFailure("failed to call webhook: the response body is not a JSON object")
     return body
 
 
@@ -602,8 +618,8 @@ def _error_message(code: int, payload: bytes) -> str:
 def _verify(uid: str, mutating: bool, review: dict[str, Any]) -> dict[str, Any]:
     """VerifyAdmissionResponse: the checks that make an answer unusable (a call failure)."""
 
-    def invalid_response(why: str) -> _CallFailure:
-        return _CallFailure(f"received invalid webhook response: {why}")
+    def invalid_response(why: str) -> CallFailure:
+        return CallFailure(f"received invalid webhook response: {why}")
 
     response = review.get("response")
     if not isinstance(response, dict):
@@ -636,9 +652,9 @@ def _patch_operations(
         operations = json.loads(base64.b64decode(response["patch"], validate=True))
     except (binascii.Error, ValueError) as error:
         reason = f"received undecodable patch in webhook response: {error}"
-        raise _CallFailure(reason) from error
+        raise CallFailure(reason) from error
     if not isinstance(operations, list):
-        raise _CallFailure("received undecodable patch in webhook response: not a JSON array")
+        raise CallFailure("received undecodable patch in webhook response: not a JSON array")
     if not operations:
         return []
     if request.obj is None:
@@ -647,7 +663,7 @@ def _patch_operations(
             "supported for this operation"
         )
     if response.get("patchType") != "JSONPatch":
-        raise _CallFailure(f'unsupported patch type "{response.get("patchType")}"')
+        raise CallFailure(f'unsupported patch type "{response.get("patchType")}"')
     return operations
 
 

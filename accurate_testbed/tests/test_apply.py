@@ -69,3 +69,29 @@ def test_uid_and_resource_version_in_an_apply_are_preconditions(
         )
     assert gone.value.code == 409
     assert kube.get(path)["metadata"]["labels"]["a"] == "1"
+
+
+def test_an_apply_creates_a_missing_object_whatever_resource_version_it_carries(
+    kube: Kube, cluster: Cluster
+) -> None:
+    """kube-apiserver's create-on-update path (registry/generic/registry/store.go, Update)
+    returns before it compares resourceVersions, and the storage layer clears the version, so
+    an apply that creates ignores it; on an existing object the same version is a
+    precondition. The controller creates namespaces this way: one write that makes it the
+    Apply owner of every key, and that never changes a namespace someone else made."""
+    other = kube.get(resource_path("", "v1", "namespaces", name=cluster.namespace("other")))
+    version = other["metadata"]["resourceVersion"]
+    name = cluster.unique("created")
+    path = resource_path("", "v1", "namespaces", name=name)
+    labels = cluster.own({"team": "a"})
+
+    created = kube.apply(path, namespace_config(name, labels=labels, resourceVersion=version), "me")
+
+    assert created["metadata"]["resourceVersion"] != version
+    assert owned_labels(created, "me") == set(labels)
+    (entry,) = [e for e in created["metadata"]["managedFields"] if e["manager"] == "me"]
+    assert entry["operation"] == "Apply"
+    with pytest.raises(ApiError) as taken:
+        kube.apply(path, namespace_config(name, labels={"x": "y"}, resourceVersion=version), "me")
+    assert taken.value.conflict
+    assert "x" not in kube.get(path)["metadata"]["labels"]

@@ -11,6 +11,7 @@ command 25 ms or more of imports, ``http.client`` 12 % of a ``list`` (issue 18).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -383,26 +384,48 @@ def _ssl_context(credentials: Credentials) -> ssl.SSLContext:
 
 
 def _load_client_certificate(context: ssl.SSLContext, credentials: Credentials) -> None:
-    """Certificate and key given as data pass through a private temporary folder, as the ssl
-    module reads them only from files; they are deleted once loaded."""
-    cert, key = credentials.cert_file, credentials.key_file
-    if not (cert or credentials.cert_data):
-        return
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="accurate-") as folder:
-        if credentials.cert_data is not None:
-            cert = _private_file(folder, "client.crt", credentials.cert_data)
-        if credentials.key_data is not None:
-            key = _private_file(folder, "client.key", credentials.key_data)
-        context.load_cert_chain(str(cert), key)
+    """The ssl module reads a certificate and key only from files, so data from the kubeconfig
+    (``client-certificate-data``, ``client-key-data``) passes through one (see ``_pem_file``)."""
+    with contextlib.ExitStack() as files:
+        cert = _pem_file(files, "client.crt", credentials.cert_data) or credentials.cert_file
+        if cert is None:
+            return
+        key = _pem_file(files, "client.key", credentials.key_data) or credentials.key_file
+        context.load_cert_chain(cert, key)
 
 
-def _private_file(folder: str, name: str, data: bytes) -> str:
-    path = os.path.join(folder, name)
-    with open(path, "wb") as stream:
+def _pem_file(files: contextlib.ExitStack, name: str, data: bytes | None) -> str | None:
+    """A path to read ``data`` from while ``files`` is open; None for no data. On Linux an
+    anonymous memory file (memfd): a private key never reaches a disk, and nothing is left
+    behind however the process ends, killed included; and nothing more is imported for the
+    kubeconfigs most tools write (issue 30). Elsewhere a file created readable by its owner
+    alone in a private temporary folder, removed when ``files`` closes, error or not."""
+    if data is None:
+        return None
+    descriptor = _memory_file(name)
+    if descriptor is None:
+        import tempfile
+
+        folder = files.enter_context(tempfile.TemporaryDirectory(prefix="accurate-"))
+        path = os.path.join(folder, name)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    else:
+        path = f"/proc/self/fd/{descriptor}"
+    files.callback(os.close, descriptor)
+    with open(descriptor, "wb", closefd=False) as stream:
         stream.write(data)
     return path
+
+
+def _memory_file(name: str) -> int | None:
+    """A descriptor of a new anonymous memory file, readable through /proc; None where the
+    system has neither."""
+    if not hasattr(os, "memfd_create") or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.memfd_create(name, os.MFD_CLOEXEC)
+    except OSError:
+        return None
 
 
 def _events(response: Response, path: str) -> Iterator[dict[str, Any]]:

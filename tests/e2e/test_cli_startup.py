@@ -11,7 +11,9 @@ With a kubeconfig of static credentials, ``list`` must not import the ``kubernet
 (a quarter of a second of generated client), nor an HTTP library (not even ``http.client``),
 nor rich when its output is not a terminal, nor the modules only other commands use, nor
 ``pathlib``; nor PyYAML, a fifth of a ``list``, when the kubeconfig is the plain YAML tools
-write.
+write. That holds whether the CA, client certificate and key are files or data embedded in the
+kubeconfig (as kind, kubeadm and the cloud CLIs write them): on Linux data reaches the ssl
+module through memory files, so not even ``tempfile`` is loaded for it (issue 30).
 The console script runs by its interpreter without ``site`` (``-S``), the project and its
 dependencies on ``PYTHONPATH``: what ``site`` loads is the interpreter's, not the plugin's, and
 in a development install it loads ``pathlib`` for its import finder.
@@ -19,6 +21,7 @@ in a development install it loads ``pathlib`` for its import finder.
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -27,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+import trustme
 import yaml
 
 from accurate_testbed.cluster import Cluster
@@ -126,40 +130,85 @@ def run_logged(
     )
 
 
-def uses_static_credentials(cluster: Cluster) -> bool:
+def uses_static_credentials(kubeconfig: Path) -> bool:
     """False for a real cluster reached through an exec plugin or an auth provider, which the
     kubernetes package handles, so it is rightly imported there."""
-    document = yaml.safe_load(cluster.kubeconfig.read_text())
+    document = yaml.safe_load(kubeconfig.read_text())
     return not any(
         "exec" in (entry.get("user") or {}) or "auth-provider" in (entry.get("user") or {})
         for entry in document.get("users") or []
     )
 
 
-def read_without_pyyaml(cluster: Cluster) -> bool:
+def read_without_pyyaml(kubeconfig: Path) -> bool:
     """Whether the plugin reads this kubeconfig itself: PyYAML reads those it declines."""
     try:
-        plain_yaml.load(cluster.kubeconfig.read_bytes())
+        plain_yaml.load(kubeconfig.read_bytes())
     except plain_yaml.NotPlain:
         return False
     return True
 
 
+def in_form(cluster: Cluster, form: str, folder: Path) -> Path:
+    """The cluster's kubeconfig with every CA, client certificate and key as files (``files``)
+    or embedded (``data``). On the in-memory server, whose users show tokens, the user gets a
+    client certificate too (the server asks for none, but the plugin loads it all the same); a
+    real cluster's users are used as they are."""
+    document = yaml.safe_load(cluster.kubeconfig.read_text())
+    if not cluster.is_real:
+        issued = trustme.CA().issue_cert("admin")
+        for entry in document["users"]:
+            entry["user"]["client-certificate-data"] = _base64(issued.cert_chain_pems[0].bytes())
+            entry["user"]["client-key-data"] = _base64(issued.private_key_pem.bytes())
+    for section, keys in (("clusters", ("certificate-authority",)), ("users", USER_FILES)):
+        for entry in document.get(section) or []:
+            fields = entry.get(section[:-1]) or {}
+            for key in keys:
+                _recast(fields, key, form, folder / f"{entry['name']}-{key}", cluster.kubeconfig)
+    path = folder / "kubeconfig"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+# The user fields that name files; tokenFile has no data form, and only moves with the file.
+USER_FILES = ("client-certificate", "client-key", "tokenFile")
+
+
+def _recast(fields: dict[str, str], key: str, form: str, file: Path, origin: Path) -> None:
+    """``key`` of one kubeconfig entry moved to ``form``, as whichever form it has now; a path
+    made absolute, since the copy is read from another folder."""
+    if fields.get(key):
+        fields[key] = str(origin.parent / fields[key])
+    if form == "files" and fields.get(f"{key}-data"):
+        file.write_bytes(base64.b64decode(fields.pop(f"{key}-data")))
+        fields[key] = str(file)
+    elif form == "data" and fields.get(key) and key != "tokenFile":
+        fields[f"{key}-data"] = _base64(Path(fields.pop(key)).read_bytes())
+
+
+def _base64(blob: bytes) -> str:
+    return base64.b64encode(blob).decode()
+
+
+@pytest.mark.parametrize("form", ["files", "data"])
 def test_list_starts_without_the_kubernetes_package_and_what_only_other_commands_need(
-    cluster: Cluster,
+    cluster: Cluster, form: str, tmp_path: Path
 ) -> None:
     world = World(cluster)
     root = world.root()
-    result = run_logged("list", root, kubeconfig=cluster.kubeconfig)
+    kubeconfig = in_form(cluster, form, tmp_path)
+    result = run_logged("list", root, kubeconfig=kubeconfig)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{root} [r]\n\n[r] root\n"
     modules = imported(result.stderr)
     assert {"kubectl_accurate.main", "libaccurate.network.kubeconfig"} <= modules  # the log is real
     forbidden = set(NOT_FOR_LIST)
-    if not uses_static_credentials(cluster):
+    if not uses_static_credentials(kubeconfig):
         forbidden -= set(KUBERNETES)  # which imports PyYAML too
-    elif read_without_pyyaml(cluster):  # as every kubeconfig the unit tests hold from tools
+    elif read_without_pyyaml(kubeconfig):  # as every kubeconfig the unit tests hold from tools
         forbidden.add("yaml")
+    if form == "data" and not (hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd")):
+        forbidden.discard("tempfile")  # no memory files here: data passes through a private file
     assert {m for m in modules if m in forbidden or m.split(".")[0] in forbidden} == set()
 
 

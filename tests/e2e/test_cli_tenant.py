@@ -22,12 +22,13 @@ import pytest
 import yaml
 
 from accurate_testbed.apiserver.server import ApiServer
-from kubectl_accurate.reads import LIMITED_NOTE
+from kubectl_accurate.reads import CHILDREN_NOTE, LIMITED_NOTE, TREE_NOTE
 from libaccurate import subnamespaces
 from libaccurate.config import NamingPolicy
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_PROPAGATE,
+    LABEL_PARENT,
     LABEL_TEMPLATE,
     LABEL_TYPE,
     PROPAGATE_UPDATE,
@@ -51,6 +52,8 @@ CONFIG = {"watches": [{"group": RBAC, "version": "v1", "kind": "RoleBinding"}]}
 GRANT = "tenant-admin"
 NOTE = LIMITED_NOTE + "\n"
 LEGEND = "[r] root  [s] sub-namespace made by a SubNamespace"
+# What each reading command's partial view says it leaves out.
+TREES, CHILDREN = TREE_NOTE + "\n", CHILDREN_NOTE + "\n"
 
 
 @dataclass
@@ -119,10 +122,11 @@ def tenant(
     return tenant
 
 
-def limited(result: subprocess.CompletedProcess[str]) -> str:
-    """The output of a command that succeeded on the tenant's partial view, saying so once."""
+def limited(result: subprocess.CompletedProcess[str], note: str = TREES) -> str:
+    """The output of a command that succeeded on the tenant's partial view, saying so once
+    (``list`` by default), with what such a view leaves out."""
     assert result.returncode == 0, f"exit {result.returncode}: {result.stderr}"
-    assert result.stderr == NOTE
+    assert result.stderr == note
     return result.stdout
 
 
@@ -189,18 +193,15 @@ def test_a_tenant_deletes_a_sub_namespace(tenant: Tenant) -> None:
 
 def test_a_tenants_describe_and_list_from_the_current_namespace(tenant: Tenant) -> None:
     root, child = tenant.root, tenant.child
-    output = limited(tenant.run("ns", "describe", child))
+    output = limited(tenant.run("ns", "describe", child), CHILDREN)
     assert field(output, "Parent") == root
     assert field(output, "Watched kinds").startswith("guessed: the usual kinds the server serves")
     assert ["RoleBinding", GRANT, root, PROPAGATE_UPDATE] in resource_rows(output)
-    described = json.loads(limited(tenant.run("ns", "describe", root, "-o", "json")))
+    described = json.loads(limited(tenant.run("ns", "describe", root, "-o", "json"), CHILDREN))
     assert (described["type"], described["children"]) == ("root", [child])
-    # The tenant's view reads the SubNamespaces below the child only: the child's origin
-    # is not known, and the legend says so.
-    assert limited(tenant.run("list", "-n", child)) == (
-        f"{root} [r]\n└── {child} [s]\n\n[r] root  [s] sub-namespace (made or grafted: the "
-        "SubNamespaces could not all be read)\n"
-    )
+    # Drawn from the top of the child's chain: the view reads the SubNamespaces below every
+    # namespace on the way up, so the child's origin is known.
+    assert limited(tenant.run("list", "-n", child)) == f"{root} [r]\n└── {child} [s]\n\n{LEGEND}\n"
 
 
 def test_a_tenants_template_list_shows_the_templates_above_them(tenant: Tenant) -> None:
@@ -219,23 +220,51 @@ def test_a_tenants_template_list_shows_the_templates_above_them(tenant: Tenant) 
     )
     scene.kubectl("label", "namespace", root, f"{LABEL_TEMPLATE}={template}")
     scene.wait(lambda: tenant.run("ns", "describe", template).returncode == 0, "the view grant")
-    assert limited(tenant.run("template", "list", "-n", root)) == f"{template}\n└── {root}\n"
-    assert limited(tenant.run("template", "list", template)) == f"{template}\n"
+    listed = limited(tenant.run("template", "list", "-n", root), NOTE)
+    assert listed == f"{template}\n└── {root}\n"
+    assert limited(tenant.run("template", "list", template), NOTE) == f"{template}\n"
 
 
 def test_a_tenant_who_names_nothing_they_may_read_is_told_how_to(tenant: Tenant) -> None:
     result = tenant.run("list")
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr == NOTE + (
+    assert result.stderr == TREES + (
         "error: you may not list namespaces, and there are no roots among those you may read "
         "from the current namespace; name one, or pick a current namespace with -n\n"
     )
     other = tenant.scene.root("other")
-    assert failed(tenant.run("ns", "describe", other)) == NOTE + (
+    assert failed(tenant.run("ns", "describe", other)) == CHILDREN + (
         f'error: namespaces "{other}" is forbidden: User "{tenant.user}" cannot get resource '
         f'"namespaces" in API group "" in the namespace "{other}"\n'
     )
+
+
+def test_a_grafted_child_shows_from_itself_and_the_notes_say_what_is_left_out(
+    tenant: Tenant,
+) -> None:
+    """Issue 27 point 5. A namespace attached by its parent label alone (HNC's ``hns set
+    --parent``, a graft by hand) has no SubNamespace, and nothing the tenant may read in the
+    root names it: a view from the root leaves it out and says so; a view that starts at it
+    shows it in its tree, as the administrator sees it."""
+    scene, root, child = tenant.scene, tenant.root, tenant.child
+    grafted = scene.namespace("legacy", {LABEL_PARENT: root})
+    scene.wait(lambda: _copied(scene, grafted), "the tenant's RoleBinding copied to it")
+    scene.wait(lambda: tenant.run("ns", "describe", grafted).returncode == 0, "the copied grant")
+    first, second = sorted((child, grafted))
+    marks = {child: "s", grafted: "g"}
+    whole = f"{root} [r]\n├── {first} [{marks[first]}]\n└── {second} [{marks[second]}]\n\n"
+    legend = f"{LEGEND}  [g] grafted: a parent label without a SubNamespace\n"
+    by_admin = run_plugin("list", root, kubeconfig=scene.cluster.kubeconfig)
+    assert succeeded(by_admin) == whole + legend
+
+    assert limited(tenant.run("list", root)) == f"{root} [r]\n└── {child} [s]\n\n{LEGEND}\n"
+    assert "grafted by its parent label alone" in TREES and "-n NS" in TREES
+    assert limited(tenant.run("list", "-n", grafted)) == whole + legend
+    described = limited(tenant.run("ns", "describe", root), CHILDREN)
+    assert field(described, "Children") == f"1 ({child})"
+    assert "a child grafted by its parent label alone is not counted" in CHILDREN
+    assert field(limited(tenant.run("ns", "describe", grafted), CHILDREN), "Parent") == root
 
 
 def test_the_webhooks_refusal_reaches_the_tenant_word_for_word(tenant: Tenant) -> None:

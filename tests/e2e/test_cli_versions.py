@@ -19,7 +19,7 @@ import pytest
 from accurate_testbed.cluster import RUN_LABEL, Cluster
 from accurate_testbed.manifests import CRDS, subnamespace_crd_manifest
 from accurate_testbed.waiting import wait_for
-from kubectl_accurate.reads import LIMITED_NOTE
+from kubectl_accurate.reads import TREE_NOTE
 from kubectl_accurate.subnamespace_api import INSTALL_HINT
 from libaccurate import subnamespaces
 from libaccurate.constants import (
@@ -62,9 +62,10 @@ class Crds:
             pytest.skip("the cluster has its own SubNamespace CRD, which these tests would replace")
         world.cluster.on_cleanup(self.remove)
 
-    def install(self, *served: str) -> None:
+    def install(self, *served: str, crd: dict[str, Any] | None = None) -> None:
+        """Install ``crd`` (by default ours serving only ``served``), which serves ``served``."""
         self.remove()
-        self.kube.create(CRDS, crd_serving(*served))
+        self.kube.create(CRDS, crd or crd_serving(*served))
         listings = [subnamespaces.path(version=v) for v in served]
         wait_for(lambda: all(self.exists(p) for p in listings), 30, f"SubNamespaces {served}")
 
@@ -137,7 +138,7 @@ def test_the_plugin_speaks_the_version_the_cluster_serves(
     drawn = f"{root}\n└── {name}\n"
     wait_for(lambda: world.run("list", root, *unmarked).stdout == drawn, 30, "the copied grant")
     listed = world.run("list", root, *unmarked)
-    assert (listed.returncode, listed.stdout, listed.stderr) == (0, drawn, LIMITED_NOTE + "\n")
+    assert (listed.returncode, listed.stdout, listed.stderr) == (0, drawn, TREE_NOTE + "\n")
     described = world.run("ns", "describe", root, *as_tenant)
     assert described.returncode == 0, described.stderr
     assert field(described.stdout, "Children") == f"1 ({name})"

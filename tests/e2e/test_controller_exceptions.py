@@ -18,6 +18,7 @@ from tests.e2e.controller import Controllers, Scene
 from tests.e2e.test_controller_propagation import events_about
 from tests.e2e.test_controller_tree_labels import SUFFIX, TREE_LABELS, plugin
 
+HNC_TREE_SELECT = "propagate.hnc.x-k8s.io/treeSelect"
 CONFIG = {"watches": [{"version": "v1", "kind": "Secret"}], **TREE_LABELS}
 
 
@@ -50,8 +51,18 @@ def test_exceptions_narrow_copies_and_a_typo_deletes_nothing(
     )
     scene.wait(lambda: copies() == {batch}, "a copy outside the excluded subtree only")
 
-    annotate(f"{ANNOTATION_PROPAGATE_SELECT}-", f"{ANNOTATION_PROPAGATE_TREE_SELECT}={web}")
+    # HNC's exception, as an import from HNC leaves it beside ours, narrows the source alone:
+    # like HNC, the controller copies none of HNC's keys (issue 27 point 6).
+    annotate(
+        f"{ANNOTATION_PROPAGATE_SELECT}-",
+        f"{ANNOTATION_PROPAGATE_TREE_SELECT}={web}",
+        f"{HNC_TREE_SELECT}={web}",
+    )
     scene.wait(lambda: copies() == {web}, "the copy moving to the selected subtree")
+    copied = scene.get(resource_path("", "v1", "secrets", web, "shared")) or {}
+    annotations = copied["metadata"]["annotations"]
+    assert annotations[ANNOTATION_PROPAGATE_TREE_SELECT] == web
+    assert HNC_TREE_SELECT not in annotations
 
     annotate(f"{ANNOTATION_PROPAGATE_SELECT}=env in (prod")
 

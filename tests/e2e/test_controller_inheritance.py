@@ -7,8 +7,16 @@ from collections.abc import Callable
 from typing import Any
 
 from accurate_testbed.processes import Process
-from libaccurate.constants import LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE, TYPE_TEMPLATE
+from libaccurate.constants import (
+    CREATED_BY_VALUE,
+    LABEL_CREATED_BY,
+    LABEL_PARENT,
+    LABEL_TEMPLATE,
+    LABEL_TYPE,
+    TYPE_TEMPLATE,
+)
 from tests.e2e.controller import Controllers, Scene
+from tests.e2e.test_controller_tree_labels import plugin
 
 KEYS = ["team", "foo.bar/baz", "*.glob/*"]
 CONFIG: dict[str, Any] = {
@@ -93,6 +101,9 @@ def test_a_moved_namespace_takes_the_new_parents_values(
     second = scene.root("second", labels={"team": "second"})
     grafted = scene.namespace("grafted", {LABEL_PARENT: first})
     scene.wait(lambda: scene.labels(grafted).get("team") == "first", "the first parent's values")
+    # Grafted by hand, no SubNamespace: the controller marks it as every sub-namespace it
+    # keeps, as the Go controller does (issue 27 point 6, docs/concepts.md).
+    assert scene.labels(grafted)[LABEL_CREATED_BY] == CREATED_BY_VALUE
 
     scene.kubectl("label", "namespace", grafted, f"{LABEL_PARENT}={second}", "--overwrite")
     scene.wait(lambda: scene.labels(grafted).get("team") == "second", "the second parent's values")
@@ -113,6 +124,27 @@ def test_template_chains_and_labels_set_by_hand(
 
     scene.wait(both_levels, "keys from both templates")
     assert scene.labels(instance)["team"] == "by-hand"
+
+
+def test_a_former_sub_namespace_keeps_created_by_once_it_is_an_instance(
+    shared_controller: Callable[..., Process], scene: Scene
+) -> None:
+    """Cut to a root, then given a template: the controller's applies for the instance keep
+    the created-by label it applied while the namespace was a sub-namespace (DESIGN.md 4.2:
+    a namespace that stops being a sub-namespace keeps its labels)."""
+    shared_controller(CONFIG)
+    root = scene.root()
+    template = scene.namespace("tmpl", {LABEL_TYPE: TYPE_TEMPLATE, "team": "t"})
+    sub = scene.subnamespace(root, "sub")
+    scene.settle(root, sub)
+    assert scene.labels(sub)[LABEL_CREATED_BY] == CREATED_BY_VALUE
+
+    plugin(scene, "sub", "cut", sub)
+    plugin(scene, "template", "set", sub, template)
+
+    scene.wait(lambda: scene.labels(sub).get("team") == "t", "the template's label")
+    assert scene.labels(sub)[LABEL_CREATED_BY] == CREATED_BY_VALUE
+    assert LABEL_PARENT not in scene.labels(sub)
 
 
 def test_a_settled_cluster_is_not_written_to(controllers: Controllers, scene: Scene) -> None:

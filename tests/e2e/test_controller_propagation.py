@@ -352,6 +352,34 @@ def test_service_accounts_and_role_bindings(
     assert again["metadata"]["uid"] != first["metadata"]["uid"]
 
 
+def owner_with_generated(
+    scene: Scene, namespace: str, kind: str, name: str, mode: str | None
+) -> dict[str, Any]:
+    """A ConfigMap or Secret called ``name`` (annotated propagate-generated=``mode`` unless
+    None) controlling a Secret ``made-by-<name>``, both made with kubectl; the owner."""
+    annotations = {ANNOTATION_PROPAGATE_GENERATED: mode} if mode else {}
+    owner = {
+        "apiVersion": "v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+    }
+    scene.kubectl("apply", "-f", "-", stdin=owner)
+    plural = "configmaps" if kind == "ConfigMap" else "secrets"
+    found = scene.get(resource_path("", "v1", plural, namespace, name)) or {}
+    generated = secret(namespace, f"made-by-{name}", None, {"k": "v"})
+    generated["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "v1",
+            "kind": kind,
+            "name": name,
+            "uid": found["metadata"]["uid"],
+            "controller": True,
+        }
+    ]
+    scene.kubectl("apply", "-f", "-", stdin=generated)
+    return found
+
+
 def test_propagate_generated_behind_its_feature_gate(
     controllers: Controllers, scene: Scene
 ) -> None:
@@ -359,28 +387,8 @@ def test_propagate_generated_behind_its_feature_gate(
     root = scene.root()
     child = scene.subnamespace(root, "child")
     scene.settle(root, child)
-    owners = {}
-    for name, mode in (("asks", "update"), ("silent", None)):
-        annotations = {ANNOTATION_PROPAGATE_GENERATED: mode} if mode else {}
-        owner = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": root, "annotations": annotations},
-        }
-        scene.kubectl("apply", "-f", "-", stdin=owner)
-        owners[name] = scene.get(resource_path("", "v1", "configmaps", root, name)) or {}
-    for name in owners:
-        generated = secret(root, f"made-by-{name}", None, {"k": "v"})
-        generated["metadata"]["ownerReferences"] = [
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "name": name,
-                "uid": owners[name]["metadata"]["uid"],
-                "controller": True,
-            }
-        ]
-        scene.kubectl("apply", "-f", "-", stdin=generated)
+    owner_with_generated(scene, root, "ConfigMap", "asks", "update")
+    owner_with_generated(scene, root, "ConfigMap", "silent", None)
 
     scene.wait(lambda: get(scene, "Secret", child, "made-by-asks"), "the generated object copied")
     marked = (get(scene, "Secret", root, "made-by-asks") or {})["metadata"]["annotations"]
@@ -396,6 +404,42 @@ def test_propagate_generated_behind_its_feature_gate(
         "the other object marked as checked",
     )
     assert get(scene, "Secret", child, "made-by-silent") is None
+
+
+def test_owners_asking_for_propagate_generated_are_told_it_is_off(
+    controllers: Controllers, scene: Scene
+) -> None:
+    """The gate's default keeps propagate-generated off, where the Go Accurate up to v1.2.1
+    had it on (issue 31): each annotated owner gets a Warning Event naming the flag and the
+    chart value, the log says so once, and nothing is copied."""
+    root = scene.root()
+    child = scene.subnamespace(root, "child")
+    owner_with_generated(scene, root, "ConfigMap", "asks", "update")
+    owner_with_generated(scene, root, "Secret", "watched-owner", "create")
+    owner_with_generated(scene, root, "ConfigMap", "silent", None)
+    running = controllers.start(CONFIG)
+    scene.settle(root, child)
+
+    def warned(name: str) -> list[tuple[str, str, str]]:
+        return [e for e in events_about(scene, root, name) if e[1] == "PropagateGeneratedOff"]
+
+    scene.wait(lambda: warned("asks") and warned("watched-owner"), "a warning on each owner")
+    for name in ("asks", "watched-owner"):
+        ((kind, _, message),) = warned(name)
+        assert kind == "Warning"
+        assert "--feature-gates=DisablePropagateGenerated=false" in message
+        assert "controller.extraArgs" in message
+    assert warned("silent") == []
+    assert get(scene, "Secret", child, "made-by-asks") is None
+
+    # An owner annotated later is told at the next resync; the first ones are not told again.
+    owner_with_generated(scene, root, "ConfigMap", "later", "update")
+    scene.wait(lambda: warned("later"), "a warning on the owner annotated later")
+    notices = [line for line in running.output().splitlines() if "propagate-generated" in line]
+    assert len(notices) == 1, notices
+    assert "DisablePropagateGenerated=false" in notices[0]
+    counts = json.loads(scene.kubectl("get", "events", "-n", root, "-o", "json"))["items"]
+    assert [e["count"] for e in counts if e["involvedObject"]["name"] == "asks"] == [1]
 
 
 def test_ns_describe_shows_the_latest_events_of_the_namespace_and_its_subnamespace(

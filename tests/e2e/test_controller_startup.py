@@ -179,3 +179,24 @@ def test_a_missing_write_on_a_watched_kind_is_a_warning(
         "the controller's account may not update roles.rbac.authorization.k8s.io: "
         "propagation of Role fails where it needs them"
     ) in running.output()
+
+
+def test_a_key_a_tenant_can_override_is_named_once_at_start_up(controllers: Controllers) -> None:
+    """Issue 27 point 1: a key matching both labelKeys and subNamespaceLabelKeys takes the
+    tenant's SubNamespace value; the controller starts, and its log says so once."""
+    config = (
+        "labelKeys: [team, 'pod-security.kubernetes.io/*']\n"
+        "subNamespaceLabelKeys: ['*/enforce', app]\n"
+        "annotationKeys: [owner]\n"
+        "subNamespaceAnnotationKeys: [note]\n"
+    )
+    running = controllers.start(config)
+    # The config's own words: both patterns, and the key both select.
+    said = [line for line in running.output().splitlines() if "overlap" in line]
+    assert len(said) == 1, said
+    assert "labelKeys 'pod-security.kubernetes.io/*'" in said[0]
+    assert "subNamespaceLabelKeys '*/enforce'" in said[0]
+    assert "'pod-security.kubernetes.io/enforce'" in said[0]
+    assert "the value in a tenant's SubNamespace wins over the inherited one" in said[0]
+    assert '"level":"warning"' in said[0].replace(" ", "").lower() or "WARNING" in said[0]
+    assert "annotationKeys" not in said[0]

@@ -44,12 +44,13 @@ def start(
     folder: Path,
     config: Mapping[str, Any] = TREE_LABELS,
     manifests: str = "default",
+    port: int | None = None,
 ) -> None:
     """A controller (with tree labels on, unless ``config`` says otherwise) that also serves
-    the webhooks, registered from the kustomize directory ``manifests``."""
+    the webhooks (on ``port`` if given), registered from the kustomize directory ``manifests``."""
     cert_dir = folder / "serving-certs"
     write_serving_pair(ca, cert_dir)
-    port = free_port()
+    port = port or free_port()
     controllers.start(config, "--webhook-addr", f"127.0.0.1:{port}", "--cert-dir", str(cert_dir))
     register_webhooks(scene.cluster, f"https://127.0.0.1:{port}", ca, manifests)
 

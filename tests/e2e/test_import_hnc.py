@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
+import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ import yaml
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.manifests import CRDS
 from accurate_testbed.waiting import wait_for
+from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from libaccurate.constants import (
     ANNOTATION_FROM,
     ANNOTATION_PROPAGATE,
@@ -31,7 +35,7 @@ from libaccurate.constants import (
     LABEL_TYPE,
 )
 from libaccurate.network.kube import ApiError, Kube, resource_path
-from tests.e2e.cli import failed, run_plugin, succeeded
+from tests.e2e.cli import failed, plugin_env, run_plugin, succeeded
 from tests.e2e.controller import Controllers, Scene
 from tests.e2e.webhooks import Webhooks, connect
 
@@ -45,19 +49,31 @@ KINDS = {
     "Secret": ("", "secrets"),
 }
 WEBHOOKS = resource_path("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations")
+MUTATING = resource_path("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations")
+NAMESPACES = resource_path("", "v1", "namespaces")
+# HNC's controller writes by update; controller-runtime names its field manager after the
+# binary, /manager.
+AS_HNC = {"fieldManager": "manager"}
+# HNC's managed label (set on the root, asked otherwise by the anchor) and annotation.
+TIER = "example.com/tier"
+OWNER = "example.com/owner"
 
 
 @pytest.fixture
-def hnc_api(cluster: Cluster) -> None:
-    """HNC's CRDs, installed unless the cluster has them, and served."""
+def hnc_api(cluster: Cluster) -> bool:
+    """HNC's CRDs, installed unless the cluster has them, and served; whether the test
+    installed them (and so may delete them)."""
     kube = connect(cluster)
+    installed = False
     for crd in yaml.safe_load_all(HNC_CRDS.read_text()):
         path = f"{CRDS}/{crd['metadata']['name']}"
         if kube.find(path) is None:
             kube.create(CRDS, cluster.owned(crd))
             cluster.on_cleanup(functools.partial(_remove_crd, kube, path))
+            installed = True
     listing = resource_path("hnc.x-k8s.io", "v1alpha2", "hierarchicalresourcequotas")
     wait_for(lambda: _served(kube, listing), 30, "HNC's CRDs to be served")
+    return installed
 
 
 @dataclass(frozen=True)
@@ -74,31 +90,42 @@ class HncTree:
 
 
 def hnc_tree(scene: Scene) -> HncTree:
-    """The tree, its copies and HNC's config, as HNC would have left them."""
+    """The tree, its copies and HNC's config, as HNC would have left them. The HNC stand-in
+    writes what HNC's controller writes (namespace metadata, the subnamespace, the copies) by
+    update under HNC's field manager, which then co-owns it, as on a real cluster."""
     tree = HncTree(scene.name("team"), scene.name("dev"), scene.name("tools"))
     chain = (tree.team, tree.dev, tree.tools)
-    namespaces = []
+    # An administrator made team and tools; HNC made dev for its anchor.
+    scene.apply(*(_namespace(scene, name, {}, {}) for name in (tree.team, tree.tools)))
+    scene.cluster.on_cleanup(lambda: _release_anchors(scene, tree))
     for depth, name in enumerate(chain):
         labels = {
             f"{above}.tree.hnc.x-k8s.io/depth": str(depth - i)
             for i, above in enumerate(chain[: depth + 1])
         }
-        annotations = {"hnc.x-k8s.io/subnamespace-of": tree.team} if name == tree.dev else {}
+        labels[TIER] = "gold"  # the root's value wins over the anchor's "free"
         if name != tree.team:
             labels["env"] = "dev"
-        metadata = {"name": name, "labels": scene.cluster.own(labels), "annotations": annotations}
-        namespaces.append({"apiVersion": "v1", "kind": "Namespace", "metadata": metadata})
-    scene.apply(*namespaces)
-    scene.cluster.on_cleanup(lambda: _release_anchors(scene, tree))
+        annotations = {OWNER: "ops"}
+        if name == tree.dev:
+            annotations["hnc.x-k8s.io/subnamespace-of"] = tree.team
+            scene.kube.create(NAMESPACES, _namespace(scene, name, labels, annotations), **AS_HNC)
+        else:
+            body = {"metadata": {"labels": labels, "annotations": annotations}}
+            scene.kube.patch(_namespace_path(name), body, **AS_HNC)
     scene.apply(
-        _hierarchy(tree.team, None),
+        _hierarchy(
+            tree.team,
+            None,
+            {"labels": _pairs({TIER: "gold"}), "annotations": _pairs({OWNER: "ops"})},
+        ),
         _hierarchy(tree.dev, tree.team),
         _hierarchy(tree.tools, tree.dev),
         {
             "apiVersion": HNC,
             "kind": "SubnamespaceAnchor",
             "metadata": {"name": tree.dev, "namespace": tree.team, "finalizers": ["hnc.x-k8s.io"]},
-            "spec": {"labels": [{"key": "env", "value": "dev"}]},
+            "spec": {"labels": _pairs({"env": "dev", TIER: "free"})},
             "status": {"status": "Ok"},
         },
         {
@@ -117,19 +144,40 @@ def hnc_tree(scene: Scene) -> HncTree:
                 "spec": {"resources": [{"resource": "secrets", "mode": "Propagate"}]},
             }
         )
-        scene.cluster.on_cleanup(lambda: scene.kube.delete(_hnc_config_path()))
-    for name in chain:
-        origin = None if name == tree.team else tree.team
-        scene.apply(*(_object(kind, name, origin) for kind in KINDS))
+        scene.cluster.on_cleanup(lambda: _delete_if_there(scene.kube, _hnc_config_path()))
+    scene.apply(*(_object(kind, tree.team, None) for kind in KINDS))
+    for name in tree.below:
+        for kind in KINDS:
+            group, plural = KINDS[kind]
+            path = resource_path(group, "v1", plural, name)
+            scene.kube.create(path, _object(kind, name, tree.team), **AS_HNC)
     return tree
 
 
-def _hierarchy(namespace: str, parent: str | None) -> dict[str, Any]:
+def _namespace(
+    scene: Scene, name: str, labels: dict[str, str], annotations: dict[str, str]
+) -> dict[str, Any]:
+    metadata = {"name": name, "labels": scene.cluster.own(labels), "annotations": annotations}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
+
+
+def _namespace_path(name: str) -> str:
+    return resource_path("", "v1", "namespaces", name=name)
+
+
+def _pairs(values: dict[str, str]) -> list[dict[str, str]]:
+    """A map as HNC's list of ``{key, value}``."""
+    return [{"key": key, "value": value} for key, value in values.items()]
+
+
+def _hierarchy(
+    namespace: str, parent: str | None, spec: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": HNC,
         "kind": "HierarchyConfiguration",
         "metadata": {"name": "hierarchy", "namespace": namespace},
-        "spec": {"parent": parent} if parent else {},
+        "spec": {**({"parent": parent} if parent else {}), **(spec or {})},
     }
 
 
@@ -165,15 +213,21 @@ def _hnc_config_path() -> str:
 def _release_anchors(scene: Scene, tree: HncTree) -> None:
     """HNC's finalizer on the anchor, which no HNC controller will remove after the test."""
     path = resource_path("hnc.x-k8s.io", "v1alpha2", "subnamespaceanchors", tree.team, tree.dev)
-    if scene.get(path) is not None:
+    if _served(scene.kube, path.rsplit("/", 1)[0]) and scene.get(path) is not None:
         scene.kube.patch(path, {"metadata": {"finalizers": None}})
 
 
 def _remove_crd(kube: Kube, path: str) -> None:
-    """Delete one of HNC's CRDs and wait until it is gone: the next test installs it afresh, and
-    a CRD still being deleted would be taken for installed."""
-    kube.delete(path)
+    """Delete one of HNC's CRDs (unless a test did) and wait until it is gone: the next test
+    installs it afresh, and a CRD still being deleted would be taken for installed."""
+    _delete_if_there(kube, path)
     wait_for(lambda: kube.find(path) is None, 120, f"deletion of {path}")
+
+
+def _delete_if_there(kube: Kube, path: str) -> None:
+    """A clean-up's DELETE of what a test (the steps walk) may have deleted already."""
+    if kube.find(path) is not None:
+        kube.delete(path)
 
 
 def _served(kube: Kube, path: str) -> bool:
@@ -202,24 +256,31 @@ def uids_and_versions(scene: Scene, tree: HncTree) -> dict[str, tuple[str, str]]
 
 
 def test_import_hands_hncs_tree_and_copies_to_accurate_without_losing_one(
-    hnc_api: None, webhooks: Webhooks, controllers: Controllers, scene: Scene, cluster: Cluster
+    hnc_api: bool, webhooks: Webhooks, controllers: Controllers, scene: Scene, cluster: Cluster
 ) -> None:
     tree = hnc_tree(scene)
     before = uids_and_versions(scene, tree)
 
     plan = import_hnc(cluster)
     assert f"would label namespace {tree.team}: set {LABEL_TYPE}=root" in plan
-    assert f"would create SubNamespace {tree.team}/{tree.dev} with labels env=dev" in plan
+    assert f"would create SubNamespace {tree.team}/{tree.dev} with labels env=dev\n" in plan
     assert f"HierarchicalResourceQuota {tree.team}/pods: Accurate has no quota" in plan
+    assert (
+        f"  SubnamespaceAnchor {tree.team}/{tree.dev}: label {TIER}=free: HNC gives namespace "
+        f"{tree.dev} {tree.team}'s {TIER}=gold, as an ancestor's managed label wins"
+    ) in plan
     assert "Remove HNC's webhooks" not in plan
     assert uids_and_versions(scene, tree) == before
     config = yaml.safe_load(import_hnc(cluster, "-o", "yaml"))["config"]
     assert {"version": "v1", "kind": "Secret", "group": ""} in config["watches"]
-    assert config["subNamespaceLabelKeys"] == ["env"]
+    assert config["labelKeys"] == ["env", TIER]
+    assert config["annotationKeys"] == [OWNER]
+    assert "subNamespaceLabelKeys" not in config
 
     applied = import_hnc(cluster, "--apply")
     assert applied.startswith("imported: ")
-    assert "Start Accurate's controller" in applied
+    assert "1. Install Accurate (unless done)" in applied
+    assert "2. Wait until every SubNamespace is Ready" in applied
     assert scene.labels(tree.team)[LABEL_TYPE] == "root"
     assert scene.labels(tree.dev)[LABEL_PARENT] == tree.team
     assert scene.labels(tree.tools)[LABEL_PARENT] == tree.dev
@@ -259,9 +320,89 @@ def test_import_hands_hncs_tree_and_copies_to_accurate_without_losing_one(
     )
     assert import_hnc(cluster, "--apply").startswith("nothing to do")
 
+    # A tenant asking for another value than the root's gets the root's, as with HNC.
+    asked = scene.subnamespace(tree.dev, "asked", labels={TIER: "free"})
+    scene.settle(tree.dev, asked)
+    assert scene.labels(asked)[TIER] == scene.labels(tree.dev)[TIER] == "gold"
+
+
+def test_keys_hnc_wrote_follow_moves_and_removals_once_imported(
+    hnc_api: bool, webhooks: Webhooks, controllers: Controllers, scene: Scene, cluster: Cluster
+) -> None:
+    tree = hnc_tree(scene)
+    other = scene.root("other")
+    old_label = f"{tree.team}.tree.hnc.x-k8s.io/depth"
+    plan = import_hnc(cluster)
+    assert (
+        f"would take over namespace {tree.dev}'s labels {tree.dev}.tree.hnc.x-k8s.io/depth, env, "
+        f"{TIER}, {old_label} and annotation {OWNER} from HNC's field manager"
+    ) in plan
+    config = yaml.safe_load(import_hnc(cluster, "-o", "yaml"))["config"]
+    import_hnc(cluster, "--apply")
+    owners = _owners(scene, tree.tools)
+    assert "manager" not in owners.get(f"f:{old_label}", ())
+    assert import_hnc(cluster, "--apply").startswith("nothing to do")
+    controllers.start(config)
+    scene.settle(tree.team, tree.dev)
+    scene.wait(
+        lambda: all(_adopted(scene.get(_path("Role", name))) for name in tree.below),
+        "the controller to have passed over the whole tree",
+    )
+
+    succeeded(run_plugin("sub", "move", tree.dev, other, kubeconfig=cluster.kubeconfig))
+    scene.wait(
+        lambda: all(old_label not in scene.labels(name) for name in tree.below),
+        f"{old_label} to go from the moved namespaces",
+    )
+    assert scene.labels(tree.tools)[f"{other}.tree.hnc.x-k8s.io/depth"] == "2"
+    selected = scene.kubectl("get", "namespaces", "-l", old_label, "-o", "name")
+    assert selected.split() == [f"namespace/{tree.team}"]
+
+    scene.kubectl("annotate", "namespace", other, f"{OWNER}=platform")
+    scene.wait(
+        lambda: all(scene.annotations(name).get(OWNER) == "platform" for name in tree.below),
+        "the new root's annotation to reach the moved namespaces",
+    )
+    scene.kubectl("annotate", "namespace", other, f"{OWNER}-")
+    scene.wait(
+        lambda: all(OWNER not in scene.annotations(name) for name in tree.below),
+        f"{OWNER}, removed from the root, to go from its descendants",
+    )
+
+
+def _owners(scene: Scene, name: str) -> dict[str, list[str]]:
+    """The managers owning each label of namespace ``name`` (``f:<key>``)."""
+    owners: dict[str, list[str]] = {}
+    for entry in (scene.ns(name) or {})["metadata"].get("managedFields") or ():
+        labels = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {}
+        for key in labels:
+            owners.setdefault(key, []).append(entry["manager"])
+    return owners
+
+
+def test_a_stale_discovery_cache_is_asked_again(
+    hnc_api: bool, webhooks: Webhooks, scene: Scene, cluster: Cluster, tmp_path: Path
+) -> None:
+    """The plugin's cache says v2alpha1, which the cluster no longer serves, as after the CRD
+    of a Go Accurate v1.x was replaced: the import asks discovery again, as every command does."""
+    tree = hnc_tree(scene)
+    cache = Path(SubNamespaceApi(connect(cluster), str(tmp_path)).cache)
+
+    def stale() -> str:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"version": "v2alpha1"}))
+        return str(tmp_path)
+
+    plan = succeeded(run_plugin("import-hnc", kubeconfig=cluster.kubeconfig, KUBECACHEDIR=stale()))
+    assert f"would create SubNamespace {tree.team}/{tree.dev} with labels env=dev\n" in plan
+    import_hnc(cluster, "--apply")
+    again = run_plugin("import-hnc", kubeconfig=cluster.kubeconfig, KUBECACHEDIR=stale())
+    assert succeeded(again).startswith("nothing to do")
+    assert json.loads(cache.read_text()) == {"version": "v2"}
+
 
 def test_hncs_exceptions_and_tree_labels_carry_over(
-    hnc_api: None, webhooks: Webhooks, controllers: Controllers, scene: Scene, cluster: Cluster
+    hnc_api: bool, webhooks: Webhooks, controllers: Controllers, scene: Scene, cluster: Cluster
 ) -> None:
     tree = hnc_tree(scene)
     not_tools = f"!{tree.tools}.tree.hnc.x-k8s.io/depth"
@@ -358,37 +499,144 @@ def _current(copy_: dict[str, Any] | None, source: dict[str, Any] | None) -> boo
     return all(copy_.get(key) == source.get(key) for key in ("rules", "data"))
 
 
+@dataclass(frozen=True)
+class HncRelease:
+    """What of HNC's release the import looks for: its webhook configurations and its
+    controller's Deployment, in a namespace of the test's own."""
+
+    namespace: str
+    validating: str
+    mutating: str
+
+    @property
+    def flags(self) -> tuple[str, str]:
+        return ("--hnc-namespace", self.namespace)
+
+
+def hnc_release(scene: Scene, cluster: Cluster) -> HncRelease:
+    """HNC's webhook configurations (narrowed to a request no test makes and failing open, so
+    that they stand for HNC without getting in anyone's way) and its controller's Deployment
+    (a pause container), labelled as the test's own so that the suite's clean-up takes them."""
+    release = HncRelease(
+        scene.namespace("hnc-system"),
+        cluster.unique("hnc-validating-webhook-configuration"),
+        cluster.unique("hnc-mutating-webhook-configuration"),
+    )
+    kube = connect(cluster)
+    kube.create(WEBHOOKS, _hnc_webhooks("Validating", release.validating, cluster.own()))
+    kube.create(MUTATING, _hnc_webhooks("Mutating", release.mutating, cluster.own()))
+    labels = {"app": "hnc-controller-manager"}
+    container = {"name": "manager", "image": "registry.k8s.io/pause:3.9"}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "hnc-controller-manager", "labels": cluster.own(labels)},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
+    kube.create(resource_path("apps", "v1", "deployments", release.namespace), deployment)
+    return release
+
+
 def test_nothing_is_written_while_hnc_still_runs(
-    hnc_api: None, webhooks: Webhooks, scene: Scene, cluster: Cluster
+    hnc_api: bool, webhooks: Webhooks, scene: Scene, cluster: Cluster
 ) -> None:
     tree = hnc_tree(scene)
-    name = cluster.unique("hnc-validating-webhook-configuration")
-    kube = connect(cluster)
-    # Labelled as the test's own, so the suite's clean-up takes it away with the rest.
-    kube.create(WEBHOOKS, _hnc_webhook_configuration(name, cluster.own()))
+    release = hnc_release(scene, cluster)
     before = uids_and_versions(scene, tree)
 
-    error = failed(run_plugin("import-hnc", "--apply", kubeconfig=cluster.kubeconfig))
-    assert error.startswith(f"error: HNC still runs (ValidatingWebhookConfiguration {name})")
-    assert "Nothing was written" in error
-    assert uids_and_versions(scene, tree) == before
-    plan = import_hnc(cluster)
-    assert (
-        f"Remove HNC's webhooks first (kubectl delete validatingwebhookconfiguration {name})"
-        in plan
+    error = failed(
+        run_plugin("import-hnc", "--apply", *release.flags, kubeconfig=cluster.kubeconfig)
     )
+    assert error.startswith(
+        "error: --apply checks first that HNC's webhooks are gone (no validating or "
+        "mutating webhook configuration holds a webhook named *.hnc.x-k8s.io): no: "
+        f"ValidatingWebhookConfiguration {release.validating}, MutatingWebhookConfiguration "
+        f"{release.mutating}; HNC's controller is stopped"
+    )
+    assert error.endswith("Nothing was written; run without --apply for the steps.\n")
+    assert uids_and_versions(scene, tree) == before
 
 
-def _hnc_webhook_configuration(name: str, labels: dict[str, str]) -> dict[str, Any]:
-    """HNC's object webhook as its release registers it, narrowed to a request no test makes
-    and failing open, so that it stands for HNC without getting in anyone's way."""
+def test_the_printed_steps_move_the_cluster_to_accurate_in_their_order(
+    hnc_api: bool, webhooks: Webhooks, controllers: Controllers, scene: Scene, cluster: Cluster
+) -> None:
+    if not hnc_api:
+        pytest.skip("HNC's CRDs were there before the test, and the steps delete them")
+    tree = hnc_tree(scene)
+    release = hnc_release(scene, cluster)
+    before = uids_and_versions(scene, tree)
+
+    preview = import_hnc(cluster, *release.flags)
+    assert (
+        "--apply checks first that:\n  HNC's webhooks are gone (no validating or mutating "
+        "webhook configuration holds a webhook named *.hnc.x-k8s.io): no: "
+        f"ValidatingWebhookConfiguration {release.validating}, MutatingWebhookConfiguration "
+        f"{release.mutating}\n  HNC's controller is stopped (no Deployment in namespace "
+        f"{release.namespace} has replicas): no: Deployment {release.namespace}/"
+        "hnc-controller-manager\n  the SubNamespace CRD is installed (when SubNamespaces are "
+        "to be made): yes\n"
+    ) in preview
+    config = yaml.safe_load(import_hnc(cluster, "-o", "yaml", *release.flags))["config"]
+    steps = preview.split("without deleting a namespace:\n", 1)[1].splitlines()
+    assert [step.split(" (")[0].split(":")[0] for step in steps] == [
+        "  1. Remove HNC's webhooks",
+        "  2. Stop HNC's controller",
+        "  3. Install Accurate",
+        f"  4. Run `kubectl accurate import-hnc --apply --hnc-namespace {release.namespace}`.",
+        "  5. Wait until every SubNamespace is Ready",
+        "  6. Let go of the finalizers HNC put on its anchors and HierarchyConfigurations",
+        "  7. Delete HNC's CRDs",
+        "  8. Delete the rest of HNC's release",
+    ]
+    assert "RBAC for every kind of watches (Role, RoleBinding, Secret)" in steps[2]
+
+    for step in steps:
+        if "Install Accurate" in step:
+            controllers.start(config)  # the suite installed the SubNamespace CRD
+            continue
+        commands = re.findall(r"`([^`]+)`", step)
+        assert commands, step
+        for command in commands:
+            _shell(cluster, command)
+
+    assert {what: uid for what, (uid, _) in uids_and_versions(scene, tree).items()} == {
+        what: uid for what, (uid, _) in before.items()
+    }
+    assert scene.ready(tree.team, tree.dev)
+    assert all(_adopted(scene.get(_path(kind, name))) for kind in KINDS for name in tree.below)
+    assert scene.ns(release.namespace) is None
+    error = failed(run_plugin("import-hnc", kubeconfig=cluster.kubeconfig))
+    assert error.startswith("error: the API server does not serve HNC's API")
+
+
+def _shell(cluster: Cluster, command: str) -> None:
+    """Run a printed command in bash as a user would, the plugin on PATH."""
+    result = subprocess.run(
+        ["bash", "-c", command],
+        env=plugin_env(cluster.kubeconfig),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0, f"{command}: {result.stderr}"
+
+
+def _hnc_webhooks(kind: str, name: str, labels: dict[str, str]) -> dict[str, Any]:
+    """One of HNC's webhook configurations as its release registers it (kind ``Validating`` or
+    ``Mutating``), narrowed to a request no test makes and failing open."""
+    hook = "objects" if kind == "Validating" else "namespacelabel"
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
+        "kind": f"{kind}WebhookConfiguration",
         "metadata": {"name": name, "labels": labels},
         "webhooks": [
             {
-                "name": "objects.hnc.x-k8s.io",
+                "name": f"{hook}.hnc.x-k8s.io",
                 "admissionReviewVersions": ["v1"],
                 "sideEffects": "None",
                 "failurePolicy": "Ignore",

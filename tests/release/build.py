@@ -4,6 +4,7 @@ in a process group of its own, with its output in files, stopped with every proc
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -14,9 +15,14 @@ from pathlib import Path
 import pytest
 
 from accurate_testbed.processes import stop
-from tests.release.krew import SCRIPT, TAG
+from tests.release.krew import SCRIPT, TAG, archive_name, host
 
 BUILD_TIMEOUT = 900.0
+# A folder holding the archive an earlier ``krew/release.py build`` of this tree made: the
+# binary's tests then use a copy of it rather than freezing again (minutes of CPU), as when
+# running them again after changing only the tests.
+PREBUILT = "ACCURATE_RELEASE_DIST"
+COPY = "import shutil, sys; print(shutil.copy(sys.argv[1], sys.argv[2]))"
 STOP_TIMEOUT = 10.0
 
 
@@ -47,13 +53,19 @@ BUILD = pytest.StashKey[Build]()
 
 
 def start() -> Build:
-    """Start ``krew/release.py build`` for the release's tag into a new temporary folder."""
+    """Start ``krew/release.py build`` for the release's tag into a new temporary folder; with
+    PREBUILT set, copy that archive there instead, saying so as the build does."""
     folder = Path(tempfile.mkdtemp(prefix="accurate-release-"))
     dist = folder / "dist"
     dist.mkdir()
+    prebuilt = os.environ.get(PREBUILT)
+    command = [sys.executable, str(SCRIPT), "build", "--tag", TAG, "--dist", str(dist)]
+    if prebuilt:
+        archive = Path(prebuilt) / archive_name(*host())
+        command = [sys.executable, "-c", COPY, str(archive), str(dist)]
     with (folder / "stdout").open("wb") as out, (folder / "stderr").open("wb") as err:
         process = subprocess.Popen(
-            [sys.executable, str(SCRIPT), "build", "--tag", TAG, "--dist", str(dist)],
+            command,
             stdout=out,
             stderr=err,
             start_new_session=True,

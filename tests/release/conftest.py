@@ -4,7 +4,8 @@ Freezing takes one to two minutes of one core, a tenth of the whole suite when t
 for it. So once the tests are collected, if any of ``test_binary.py``'s are among them,
 ``krew/release.py build`` starts in a process group of its own; its ``dist`` fixture waits for
 it. The build, with the PyInstaller processes it starts, is stopped when the session ends,
-however it ends (Ctrl-C included), and its folder removed.
+however it ends (Ctrl-C included), and its folder removed. With ``ACCURATE_RELEASE_DIST`` set
+to the folder of an earlier build's archive, that archive is used instead (tests/release/build.py).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ the tests that run first (conftest.py)."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import tarfile
@@ -141,3 +142,55 @@ def test_commands_loaded_on_use_are_in_the_binary(plugin_path: str, name: str) -
     result = kubectl_accurate(plugin_path, name, "--help")
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.startswith(f"Usage: kubectl accurate {name} ")
+
+
+def test_the_binary_carries_sqlite_and_no_other_database_driver(dist: Path) -> None:
+    """`report --to` writes into SQLite from the binary; other drivers, psycopg and libpq with
+    its libraries, stay out, and so does ctypes, which PyInstaller's bootstrap imported at every
+    start when they brought it in (Windows keeps it: click and rich need it for the console).
+    docs/plugin.md says how to reach other databases."""
+    with tarfile.open(dist / archive_name(*host())) as tar:
+        names = tar.getnames()
+    assert "_internal/sqlalchemy/dialects/sqlite/base.pyc" in names
+    assert [n for n in names if "psycopg" in n or "libpq" in n or "dialects/postgresql" in n] == []
+    has_ctypes = "_internal/ctypes/__init__.pyc" in names
+    assert has_ctypes == (host()[0] == "windows")
+
+
+def test_report_writes_into_sqlite_and_names_the_way_to_other_databases(
+    cluster: Cluster, subnamespace_crd: None, plugin_path: str, tmp_path: Path
+) -> None:
+    world = World(cluster)
+    root = world.root()
+    database = tmp_path / "billing.db"
+    keys = ("--key", "billing.example.com/*")
+
+    written = kubectl_accurate(
+        plugin_path,
+        "report",
+        root,
+        *keys,
+        "--to",
+        str(database),
+        "--table",
+        "usage",
+        kubeconfig=cluster.kubeconfig,
+    )
+    elsewhere = kubectl_accurate(
+        plugin_path,
+        "report",
+        root,
+        *keys,
+        "--to",
+        "postgresql+psycopg://r@127.0.0.1:1/b",
+        "--table",
+        "usage",
+        kubeconfig=cluster.kubeconfig,
+    )
+
+    assert (written.returncode, written.stderr) == (0, "")
+    with sqlite3.connect(database) as connection:
+        assert list(connection.execute("SELECT namespace FROM usage")) == [(root,)]
+    assert elsewhere.returncode == 1
+    assert "writes only into SQLite" in elsewhere.stderr
+    assert "pip install 'accurate-py[report]' psycopg[binary]" in elsewhere.stderr

@@ -220,18 +220,19 @@ class World:
         return self.namespaces[name]
 
     def _create_namespace(self, action: CreateNamespace) -> None:
+        """One apply that creates: the controller's Apply entry owns every key it set; a
+        namespace already there is refused (the controller's precondition)."""
         if action.name in self.namespaces:
-            raise ApiError("AlreadyExists")
-        ns = self.add_namespace(action.name, action.labels, action.annotations)
-        ns["metadata"]["managedFields"] = [
-            _entry(FIELD_MANAGER, "Update", set(action.labels), set(action.annotations))
-        ]
+            raise ApiError("Conflict")
+        ns = self.add_namespace(action.name, {}, {})
         self._apply_metadata(ns, action.labels, action.annotations)
 
     def _apply_metadata(
         self, ns: Obj, labels: Mapping[str, str], annotations: Mapping[str, str]
     ) -> None:
-        """Server-side apply with force by the controller's field manager."""
+        """Server-side apply with force by the controller's field manager: a key applied with
+        another value than it has is taken from other managers; one applied with the same value
+        is shared with them, so their ownership keeps it when the controller stops applying it."""
         before = copy.deepcopy(ns["metadata"])
         meta = ns["metadata"]
         entries = meta.setdefault("managedFields", [])
@@ -240,8 +241,9 @@ class World:
         for section, wanted in (("labels", labels), ("annotations", annotations)):
             current = meta.setdefault(section, {})
             previously = _entry_keys(mine, section) if mine else set()
+            changed = {key for key, value in wanted.items() if current.get(key) != value}
             for other in others:
-                _drop_keys(other, section, set(wanted))
+                _drop_keys(other, section, changed)
             held_by_others = set().union(*(_entry_keys(e, section) for e in others))
             for key in previously - set(wanted) - held_by_others:
                 current.pop(key, None)

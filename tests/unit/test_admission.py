@@ -16,7 +16,13 @@ from libaccurate.admission import (
     review_subnamespace,
 )
 from libaccurate.config import NamingPolicy
-from libaccurate.constants import FINALIZER, LABEL_PARENT, LABEL_TEMPLATE, LABEL_TYPE
+from libaccurate.constants import (
+    ANNOTATION_ALLOW_CASCADING_DELETION,
+    FINALIZER,
+    LABEL_PARENT,
+    LABEL_TEMPLATE,
+    LABEL_TYPE,
+)
 from libaccurate.forest import Forest
 
 Obj = dict[str, Any]
@@ -394,6 +400,35 @@ def test_finalizer_can_be_removed_with_an_update(forest: Forest) -> None:
     old = sn("plain", "x", {"bad": "~"})
     old["metadata"]["finalizers"] = [FINALIZER]
     new = sn("plain", "x", {"bad": "~"})
+
+    assert review_subnamespace("UPDATE", new, old, forest, [], False).allowed
+
+
+def deleting(annotated: bool) -> Obj:
+    obj = sn("root1", "x")
+    obj["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    obj["metadata"]["finalizers"] = [FINALIZER]
+    if annotated:
+        obj["metadata"]["annotations"] = {ANNOTATION_ALLOW_CASCADING_DELETION: "true"}
+    return obj
+
+
+def test_a_cascading_deletion_under_way_keeps_its_annotation(forest: Forest) -> None:
+    old = deleting(annotated=True)
+    withdrawn = deleting(annotated=False)
+    released = copy.deepcopy(old)
+    released["metadata"]["finalizers"] = []
+
+    verdict = review_subnamespace("UPDATE", withdrawn, old, forest, [], False)
+
+    assert denied(verdict, "root1/x is being deleted with its subtree", "annotation stays")
+    assert review_subnamespace("UPDATE", released, old, forest, [], False).allowed
+
+
+def test_the_annotation_may_go_from_a_subnamespace_not_being_deleted(forest: Forest) -> None:
+    old = deleting(annotated=True)
+    del old["metadata"]["deletionTimestamp"]
+    new = sn("root1", "x")
 
     assert review_subnamespace("UPDATE", new, old, forest, [], False).allowed
 

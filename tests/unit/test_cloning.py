@@ -77,6 +77,35 @@ def test_clone_drops_excluded_labels_and_annotations_only():
     assert annotations["note"] == "n"
 
 
+def test_clone_leaves_out_hncs_own_keys_as_hnc_did():
+    """Issue 27 point 6: HNC copies no label or annotation whose prefix ends with its group
+    (its exceptions narrow the source alone); other keys that merely mention it stay."""
+    hnc = {
+        "propagate.hnc.x-k8s.io/treeSelect": "a, !b",
+        "propagate.hnc.x-k8s.io/none": "false",
+        "hnc.x-k8s.io/managed-by": "hnc",
+        "team-a.tree.hnc.x-k8s.io/depth": "0",
+    }
+    kept = {"hnc.x-k8s.io": "no prefix", "example.com/hnc.x-k8s.io": "only the name"}
+    source = copy.deepcopy(SOURCE)
+    source["metadata"]["labels"].update({**hnc, **kept})
+    source["metadata"]["annotations"].update({**hnc, **kept})
+    made = clone(source, "child", Config())
+    labels, annotations = made["metadata"]["labels"], made["metadata"]["annotations"]
+    assert not set(hnc) & (set(labels) | set(annotations))
+    assert set(kept) <= set(labels) and set(kept) <= set(annotations)
+    assert annotations["note"] == "n"
+    # Nothing to flap on: the copy written, read back and cloned again is the same clone.
+    assert contains(made, made)
+    assert clone(made, "grandchild", Config())["metadata"]["annotations"][ANNOTATION_FROM] == (
+        "child"
+    )
+    plain = copy.deepcopy(SOURCE)
+    plain["metadata"]["labels"].update(kept)
+    plain["metadata"]["annotations"].update(kept)
+    assert content_hash(made) == content_hash(clone(plain, "child", Config()))
+
+
 def test_clone_does_not_share_state_with_the_source():
     source = copy.deepcopy(SOURCE)
     copy_ = clone(source, "child", Config())

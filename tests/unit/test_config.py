@@ -16,6 +16,7 @@ from libaccurate.config import (
     config_to_dict,
     parse_config,
     resolve_watches,
+    tenant_overrides,
 )
 
 SOURCE = "/etc/accurate/config.yaml"
@@ -281,3 +282,33 @@ def test_a_subresource_is_not_a_kind() -> None:
     status_only = [_resources("v1", ("pods/status", "Pod", True))]
     with pytest.raises(ConfigError):
         resolve_watches(_watching(GroupVersionKind("", "v1", "Pod")), status_only, SOURCE)
+
+
+def test_patterns_a_key_can_match_in_both_an_inherited_and_a_subnamespace_list_are_named() -> None:
+    """Issue 27 point 1: there the tenant's value wins, and the controller says so."""
+    config = parse_config(
+        "labelKeys: [team, 'pod-security.kubernetes.io/*']\n"
+        "subNamespaceLabelKeys: [app, '*/enforce']\n"
+        "annotationKeys: [owner]\nsubNamespaceAnnotationKeys: [note]\n",
+        SOURCE,
+    )
+    assert tenant_overrides(config) == (
+        "labelKeys and subNamespaceLabelKeys overlap: labelKeys 'pod-security.kubernetes.io/*' "
+        "and subNamespaceLabelKeys '*/enforce' (both match "
+        "'pod-security.kubernetes.io/enforce'). For a key matching both, the value in a "
+        "tenant's SubNamespace wins over the inherited one, so tenants can override it; to keep "
+        "such a key inherited, leave it out of subNamespaceLabelKeys",
+    )
+
+
+def test_annotation_overlaps_are_named_too_and_disjoint_lists_are_quiet() -> None:
+    config = parse_config(
+        "annotationKeys: ['*']\nsubNamespaceAnnotationKeys: [note, a/b]\n", SOURCE
+    )
+    (warning,) = tenant_overrides(config)
+    assert warning.startswith(
+        "annotationKeys and subNamespaceAnnotationKeys overlap: annotationKeys '*' and "
+        "subNamespaceAnnotationKeys 'note' (both match 'note'). "
+    )
+    assert "a/b" not in warning  # "*" never crosses "/"
+    assert tenant_overrides(parse_config(FULL_YAML, SOURCE)) == ()

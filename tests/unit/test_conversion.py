@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from libaccurate.constants import ANNOTATION_V1_CONDITIONS, ANNOTATION_V1_OBSERVED_GENERATION
 from libaccurate.conversion import V1, V2, V2ALPHA1, ConversionError, convert_subnamespace
+from libaccurate.forest import Problem
+from libaccurate.lifecycle import State, Verdict, status_for
 
 STALLED = {
     "type": "Stalled",
@@ -75,6 +77,69 @@ def test_v1_status_string_follows_the_go_rules(
     v1 = convert_subnamespace(subnamespace(status=status), V1)
 
     assert v1.get("status") == expected
+
+
+def written(state: State, problem: Problem | None = None, generation: int = 2) -> dict[str, Any]:
+    """The status our controller writes for a SubNamespace in ``state``, in the wire form the
+    controller's status patch gives it (controller/writes.py)."""
+    status = status_for(Verdict("root1", "sub1", state, "why"), generation, problem)
+    conditions = [
+        {
+            "type": c.type,
+            "status": c.status,
+            "observedGeneration": generation,
+            "lastTransitionTime": "2024-01-02T03:04:05Z",
+            "reason": c.reason,
+            "message": c.message,
+        }
+        for c in status.conditions
+    ]
+    return {"observedGeneration": status.observed_generation, "conditions": conditions}
+
+
+# Every status our controller writes, and what the Go controller's v1 status reads in the same
+# state: it writes ok once it reconciled a SubNamespace, whatever the namespace holds, and
+# conflict while another namespace has the name; a deletion leaves the last status in place.
+WRITTEN = {
+    "healthy (Ready True Synced)": (written("exists"), "ok"),
+    "just created (Ready True Synced)": (written("create"), "ok"),
+    "conflict (Stalled True, Ready False Conflict)": (written("conflict"), "conflict"),
+    "deleting its subtree (Ready False DeletingSubtree)": (written("deleting"), "ok"),
+    "terminating (Ready False NamespaceTerminating)": (written("terminating"), "ok"),
+    "in a cycle (Ready False Cycle)": (
+        written("exists", Problem("Cycle", ("sub1", "root1", "sub1"))),
+        "ok",
+    ),
+    "missing parent (Ready False MissingReference)": (
+        written("exists", Problem("MissingReference", ("sub1", "gone"))),
+        "ok",
+    ),
+    "healthy, a generation behind": (written("exists", generation=1), None),
+    "conflict, a generation behind": (written("conflict", generation=1), "conflict"),
+    "not reconciled yet (no status)": (None, None),
+}
+
+
+@pytest.mark.parametrize(("status", "expected"), WRITTEN.values(), ids=WRITTEN.keys())
+def test_every_status_we_write_reads_in_v1_as_the_go_controller_s_would(
+    status: dict[str, Any] | None, expected: str | None
+) -> None:
+    obj = subnamespace() if status is None else subnamespace(status=status)
+
+    v1 = convert_subnamespace(obj, V1)
+
+    assert v1.get("status") == expected
+    assert convert_subnamespace(v1, V2) == obj
+    assert convert_subnamespace(convert_subnamespace(v1, V2), V1) == v1
+
+
+def test_a_condition_the_go_controller_does_not_know_keeps_v1_status_unknown() -> None:
+    """Only our own Ready is set aside: any other condition is a transitional state for the Go
+    reading, as it would be on a Go-run cluster."""
+    status = written("exists")
+    status["conditions"].append({**STALLED, "type": "Progressing", "status": "True"})
+
+    assert "status" not in convert_subnamespace(subnamespace(status=status), V1)
 
 
 def test_v2_without_status_converts_to_v1_without_status_or_annotations() -> None:

@@ -41,7 +41,7 @@ from libaccurate.hnc import (
     propagated_kinds,
 )
 from libaccurate.planner import plan as accurate_plan
-from tests.unit.planner_world import ROLE, SECRET, World
+from tests.unit.planner_world import ROLE, SECRET, World, settle
 
 Obj = dict[str, Any]
 ROLES = PropagatedKind(ROLE, "roles", "Propagate")
@@ -82,6 +82,8 @@ class Hnc:
         # For the property test: each source's exceptions as the lineages HNC copies it into.
         self.admits: dict[str, Callable[[list[str]], bool]] = {}
         self.lineages: dict[str, list[str]] = {}
+        # For the property test: the managed labels HNC gave each namespace.
+        self.managed: dict[str, dict[str, str]] = {}
 
     def namespace(
         self,
@@ -104,17 +106,44 @@ class Hnc:
             {"metadata": {"name": "hierarchy", "namespace": namespace}, "spec": body}
         )
 
-    def sub(self, name: str, parent: str, labels: dict[str, str] | None = None) -> str:
+    def sub(
+        self,
+        name: str,
+        parent: str,
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+    ) -> str:
         """A subnamespace made through an anchor in ``parent``."""
         self.namespace(name, annotations={ANNOTATION_SUBNAMESPACE_OF: parent})
         self.hierarchy(name, parent)
-        self.anchor(parent, name, labels)
+        self.anchor(parent, name, labels, annotations)
         return name
 
-    def anchor(self, parent: str, name: str, labels: dict[str, str] | None = None) -> None:
-        spec = {"labels": [{"key": k, "value": v} for k, v in (labels or {}).items()]}
+    def anchor(
+        self,
+        parent: str,
+        name: str,
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+    ) -> None:
+        spec = {"labels": pairs(labels or {}), "annotations": pairs(annotations or {})}
         meta = {"name": name, "namespace": parent, "finalizers": ["hnc.x-k8s.io"]}
         self.anchors.append({"metadata": meta, "spec": spec})
+
+    def written(
+        self, name: str, labels: dict[str, str], annotations: dict[str, str] | None = None
+    ) -> None:
+        """Labels and annotations HNC's controller wrote on a namespace: by update, under its
+        field manager, which comes to own them."""
+        meta = self.world.namespaces[name]["metadata"]
+        meta.setdefault("labels", {}).update(labels)
+        meta.setdefault("annotations", {}).update(annotations or {})
+        fields: Obj = {"f:labels": {".": {}, **{f"f:{k}": {} for k in labels}}}
+        if annotations:
+            fields["f:annotations"] = {f"f:{k}": {} for k in annotations}
+        entry: Obj = {"manager": "manager", "operation": "Update", "apiVersion": "v1"}
+        entry |= {"fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": fields}}
+        meta.setdefault("managedFields", []).append(entry)
 
     def role(self, namespace: str, name: str, origin: str | None = None, **annotations: str) -> Obj:
         labels = {LABEL_INHERITED_FROM: origin} if origin else {}
@@ -147,6 +176,14 @@ class Hnc:
             self.world.label_by_hand(name, LABEL_PARENT, parent)
         for sub in plan.subnamespaces:
             self.world.add_subnamespace(sub.parent, sub.name, sub.labels, sub.annotations)
+        for takeover in plan.takeovers:
+            meta = self.world.namespaces[takeover.name]["metadata"]
+            meta["managedFields"] = takeover.managed_fields(self.world.namespaces[takeover.name])
+
+
+def pairs(values: dict[str, str]) -> list[dict[str, str]]:
+    """A map as HNC's list of ``{key, value}``."""
+    return [{"key": key, "value": value} for key, value in values.items()]
 
 
 def reasons(plan: Plan) -> dict[str, str]:
@@ -195,7 +232,6 @@ def test_the_config_watches_the_kinds_and_inherits_the_managed_keys() -> None:
 
     assert document == {
         "labelKeys": ["cost-center", "env"],
-        "subNamespaceLabelKeys": ["env"],
         "watches": [{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": "Role"}],
     }
     parse_config(yaml.safe_dump(document), "snippet")
@@ -219,6 +255,97 @@ def test_an_import_applied_plans_nothing_more() -> None:
     again = hnc.plan()
     assert again.empty
     assert again.config == team().plan().config
+
+
+PSA = "pod-security.kubernetes.io/enforce"
+
+
+def test_an_ancestors_managed_value_wins_over_an_anchors_and_the_dropped_one_is_reported() -> None:
+    hnc = Hnc()
+    hnc.namespace("root")
+    hnc.hierarchy(
+        "root", None, labels=pairs({PSA: "restricted"}), annotations=pairs({"owner": "ops"})
+    )
+    hnc.sub("team", "root", {PSA: "privileged", "env": "team"}, {"owner": "me", "note": "x"})
+    hnc.full("tools", "team", labels=pairs({"env": "tools"}))
+    plan = hnc.plan()
+
+    assert plan.subnamespaces == (NewSubNamespace("root", "team", {"env": "team"}, {"note": "x"}),)
+    assert plan.config.sub_namespace_label_keys == ()
+    assert plan.config.sub_namespace_annotation_keys == ()
+    assert plan.config.label_keys == ("env", PSA)
+    assert plan.config.annotation_keys == ("note", "owner")
+    found = reasons(plan)
+    assert found[f"SubnamespaceAnchor root/team: label {PSA}=privileged"] == (
+        f"HNC gives namespace team root's {PSA}=restricted, as an ancestor's managed label "
+        "wins over a namespace's own; so does Accurate, which has team inherit it"
+    )
+    assert "root's owner=ops" in found["SubnamespaceAnchor root/team: annotation owner=me"]
+    assert "team's env=team" in found["HierarchyConfiguration tools/hierarchy: label env=tools"]
+    tenants = found["managed keys env, note on anchors"]
+    assert tenants.startswith("taken from no SubNamespace: in subNamespaceLabelKeys")
+
+
+def test_an_anchor_without_its_namespace_yet_is_told_its_values_are_not_set() -> None:
+    hnc = team()
+    hnc.anchor("team", "new", {"env": "new"})
+
+    assert reasons(hnc.plan())["SubnamespaceAnchor team/new"] == (
+        "namespace new does not exist yet: Accurate's controller makes it with what it "
+        "inherits, without the anchor's label env=new, as no key is taken from a SubNamespace "
+        "(see the managed keys)"
+    )
+
+
+def test_hncs_field_manager_loses_the_namespace_keys_accurate_keeps_and_nothing_else() -> None:
+    hnc = team()
+    tree = {"team.tree.hnc.x-k8s.io/depth": "1", "dev.tree.hnc.x-k8s.io/depth": "0"}
+    hnc.written("dev", {**tree, "env": "dev", "hand": "x"}, {ANNOTATION_SUBNAMESPACE_OF: "team"})
+    hnc.written("team", {"team.tree.hnc.x-k8s.io/depth": "0"})
+    hnc.world.namespaces["team"]["metadata"]["managedFields"].append(
+        {"manager": "kubectl", "operation": "Update", "apiVersion": "v1", "fieldsV1": {"x": 1}}
+    )
+    plan = hnc.plan()
+
+    dev, team_ = sorted(plan.takeovers, key=lambda t: t.name)
+    assert dev.labels == ("dev.tree.hnc.x-k8s.io/depth", "env", "team.tree.hnc.x-k8s.io/depth")
+    assert dev.annotations == ()
+    assert dev.describe() == (
+        "take over namespace dev's labels dev.tree.hnc.x-k8s.io/depth, env, "
+        "team.tree.hnc.x-k8s.io/depth from HNC's field manager"
+    )
+    (entry,) = dev.managed_fields(hnc.world.namespaces["dev"])
+    assert entry["manager"] == "manager"
+    assert entry["fieldsV1"] == {
+        "f:metadata": {
+            "f:labels": {".": {}, "f:hand": {}},
+            "f:annotations": {f"f:{ANNOTATION_SUBNAMESPACE_OF}": {}},
+        }
+    }
+    assert team_.managed_fields(hnc.world.namespaces["team"]) == [
+        {
+            "manager": "manager",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {".": {}}}},
+        },
+        {"manager": "kubectl", "operation": "Update", "apiVersion": "v1", "fieldsV1": {"x": 1}},
+    ]
+    hnc.apply(plan)
+    assert hnc.plan().empty
+
+
+def test_a_namespace_hnc_alone_owned_loses_every_entry() -> None:
+    hnc = team()
+    hnc.world.namespaces["dev-tools"]["metadata"].pop("managedFields", None)
+    hnc.written("dev-tools", {"env": "dev"})
+    hnc.world.namespaces["dev-tools"]["metadata"]["managedFields"][0]["fieldsV1"] = {
+        "f:metadata": {"f:labels": {"f:env": {}}}
+    }
+    (takeover,) = hnc.plan().takeovers
+
+    assert takeover.managed_fields(hnc.world.namespaces["dev-tools"]) == [{}]
 
 
 def test_hnc_exceptions_become_accurates_on_the_opted_in_source() -> None:
@@ -278,7 +405,7 @@ def test_exceptions_that_cannot_be_translated_are_reported_and_nothing_written()
     assert "more than one namespace without '!'" in found["Role team/two-trees"]
     assert "cannot be translated" in found["Role team/typo"]
     assert "'(' is never closed" in found["Role team/typo"]
-    assert "1 copies stay as they are" in found["Role team/typo"]
+    assert "; its copy stays as it is, no longer kept current" in found["Role team/typo"]
     assert "which differ; left as it is" in found["Role team/clash"]
 
 
@@ -314,7 +441,7 @@ def test_hnc_tree_labels_turn_on_tree_labels_with_hncs_suffix() -> None:
 
     assert plan.config_document()["treeLabels"] == {"suffix": "tree.hnc.x-k8s.io"}
     assert plan.config_notes[0].startswith("treeLabels: HNC's tree labels")
-    assert "on 1 namespaces" in plan.config_notes[0]
+    assert "are on 1 namespace." in plan.config_notes[0]
     assert "NetworkPolicies" in plan.config_notes[0]
     assert not any("tree labels" in what for what in reasons(plan))
     assert "treeLabels" not in team().plan().config_document()
@@ -326,7 +453,7 @@ def test_a_selector_on_hncs_tree_labels_keeps_them_on_after_the_import() -> None
     hnc.role("dev", "picky", origin="team")
     plan = hnc.plan()
     assert plan.config.tree_label_suffix == "tree.hnc.x-k8s.io"
-    assert "1 objects' selectors name them" in plan.config_notes[0]
+    assert "and the selectors of 1 object name them" in plan.config_notes[0]
 
     hnc.apply(plan)
     again = hnc.plan()
@@ -352,7 +479,7 @@ def test_a_descendant_holding_its_own_object_of_that_name_keeps_the_source_out()
 
     assert "team/viewer" not in marks(plan)
     assert "dev/viewer" not in marks(plan)
-    assert "dev-tools hold their own Role viewer" in reasons(plan)["Role team/viewer"]
+    assert "dev-tools holds its own Role viewer" in reasons(plan)["Role team/viewer"]
 
 
 def test_a_copy_whose_source_is_gone_is_left_as_it_is() -> None:
@@ -490,29 +617,51 @@ EXCEPTION_CASES: tuple[tuple[dict[str, str], Any], ...] = (
 )
 
 
+# Managed labels: a root's (an administrator's), an anchor's (a tenant's) and a full
+# namespace's own values, some for the same key.
+ROOT_LABELS: tuple[dict[str, str], ...] = ({}, {"psa": "restricted"})
+ANCHOR_LABELS: tuple[dict[str, str], ...] = (
+    {},
+    {"env": "x"},
+    {"psa": "privileged"},
+    {"psa": "privileged", "env": "y"},
+)
+FULL_LABELS: tuple[dict[str, str], ...] = ({}, {"psa": "baseline"}, {"env": "z"})
+MANAGED = ("psa", "env")
+
+
 @st.composite
 def hnc_clusters(draw: st.DrawFn) -> Hnc:
-    """HNC forests (subnamespaces and full namespaces) with HNC's tree labels, Roles copied
-    down from every namespace with descendants where their exceptions let HNC copy them, some
-    copies missing, some stale copies."""
+    """HNC forests (subnamespaces and full namespaces) with HNC's tree labels and managed
+    labels, written under HNC's field manager, Roles copied down from every namespace with
+    descendants where their exceptions let HNC copy them, some copies missing, some stale
+    copies."""
     hnc = Hnc()
     count = draw(st.integers(2, len(NAMES)))
     parents: dict[str, str] = {}
+    own: dict[str, dict[str, str]] = {}
     for index, name in enumerate(NAMES[:count]):
         parent = draw(st.sampled_from([None, *NAMES[:index]])) if index else None
         if parent is None:
+            own[name] = draw(st.sampled_from(ROOT_LABELS))
             hnc.namespace(name)
+            hnc.hierarchy(name, None, labels=pairs(own[name]))
         elif draw(st.booleans()):
-            hnc.sub(name, parent, draw(st.sampled_from([{}, {"env": "x"}])))
+            own[name] = draw(st.sampled_from(ANCHOR_LABELS))
+            hnc.sub(name, parent, own[name])
         else:
-            hnc.full(name, parent)
+            own[name] = draw(st.sampled_from(FULL_LABELS))
+            hnc.full(name, parent, labels=pairs(own[name]))
         if parent:
             parents[name] = parent
     for name in NAMES[:count]:
         lineage = hnc.lineages[name] = [name, *_ancestors(parents, name)]
-        labels = hnc.world.namespaces[name]["metadata"].setdefault("labels", {})
+        labels = {}
         for depth, ancestor in enumerate(lineage):
             labels[f"{ancestor}.tree.hnc.x-k8s.io/depth"] = str(depth)
+            labels.update(own[ancestor])  # HNC sets the highest namespace's value last
+        hnc.written(name, labels)
+        hnc.managed[name] = {key: labels[key] for key in MANAGED if key in labels}
     for name in NAMES[:count]:
         exception, admits = draw(st.sampled_from(EXCEPTION_CASES))
         hnc.role(name, f"from-{name}", **exception)
@@ -571,3 +720,32 @@ def test_accurate_adopts_the_imported_copies_in_place_and_the_import_is_idempote
         assert LABEL_INHERITED_FROM not in (adopted["metadata"].get("labels") or {})
         assert adopted["rules"] == RULES
     assert hnc.plan().empty
+    _managed_labels_keep_hncs_precedence_and_go_when_removed(hnc)
+
+
+def _labels(hnc: Hnc, name: str) -> dict[str, str]:
+    return dict(hnc.world.namespaces[name]["metadata"].get("labels") or {})
+
+
+def _managed_labels_keep_hncs_precedence_and_go_when_removed(hnc: Hnc) -> None:
+    """Every namespace keeps the managed labels HNC gave it; a tenant's new SubNamespace cannot
+    override a value its parent holds (HNC lets the ancestor's win), nor set one HNC would
+    not have; a label removed from a root leaves every namespace that had it from the root."""
+    for name, managed in hnc.managed.items():
+        assert {k: v for k, v in _labels(hnc, name).items() if k in MANAGED} == managed, name
+    carried = [name for name in hnc.managed if {LABEL_TYPE, LABEL_PARENT} & set(_labels(hnc, name))]
+    for parent in carried:
+        hnc.world.add_subnamespace(parent, f"t-{parent}", {"psa": "tenant", "env": "tenant"})
+    settle(hnc.world)
+    for parent in carried:
+        made = _labels(hnc, f"t-{parent}")
+        for key in MANAGED:
+            assert made.get(key) == _labels(hnc, parent).get(key), (parent, key)
+    roots = [name for name in carried if _labels(hnc, name).get(LABEL_TYPE) == "root"]
+    for root in roots:
+        hnc.world.label_by_hand(root, "psa", None)
+    settle(hnc.world)
+    for name in hnc.world.namespaces:
+        lineage = hnc.lineages.get(name) or hnc.lineages[name.removeprefix("t-")]
+        if set(lineage) & set(roots):
+            assert _labels(hnc, name).get("psa") != "restricted", name

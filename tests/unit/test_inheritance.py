@@ -11,7 +11,13 @@ from libaccurate.constants import (
     LABEL_TYPE,
 )
 from libaccurate.forest import Forest
-from libaccurate.inheritance import Metadata, desired_metadata, needs_write, owned_keys
+from libaccurate.inheritance import (
+    Metadata,
+    desired_metadata,
+    labels_after,
+    needs_write,
+    owned_keys,
+)
 
 CONFIG = Config(
     label_keys=("team", "foo.bar/baz", "*.glob/*", "*/*"),
@@ -129,6 +135,22 @@ def test_instances_inherit_from_their_template_chain_without_parent_labels():
     result = desired(base, middle, instance)
     assert result["inst"].labels == {"team": "t", "foo.bar/baz": "m"}
     assert result["inst"].annotations == {"memo": "base"}
+
+
+def test_a_former_sub_namespace_keeps_its_created_by_label_as_an_instance():
+    """Cut to a root, then given a template: the label the controller applied while it was a
+    sub-namespace stays in its set, so the apply does not remove it; one the controller never
+    owned is left to whoever set it."""
+    template = ns("tmpl", {LABEL_TYPE: "template", "team": "t"})
+    owned = [applied([LABEL_PARENT, LABEL_CREATED_BY, "team"])]
+    former = ns("was-sub", {LABEL_CREATED_BY: "accurate", LABEL_TEMPLATE: "tmpl"}, managed=owned)
+    by_hand = ns("by-hand", {LABEL_CREATED_BY: "someone", LABEL_TEMPLATE: "tmpl"})
+
+    result = desired(template, former, by_hand)
+
+    assert result["was-sub"].labels == {"team": "t", LABEL_CREATED_BY: "accurate"}
+    assert result["by-hand"].labels == {"team": "t"}
+    assert labels_after(former, result["was-sub"])[LABEL_CREATED_BY] == "accurate"
 
 
 def test_broken_and_terminating_namespaces_get_nothing():

@@ -251,7 +251,7 @@ class TestLifecycle:
         world.apply(result)
         assert world.find(ROLE, "sub1", "admin") is None
         assert ns_labels(world, "sub1") == {"taken": "meanwhile"}
-        assert [reason for _, reason in world.failures] == ["AlreadyExists"]
+        assert [reason for _, reason in world.failures] == ["Conflict"]
 
 
 # --- F. Metadata inheritance ----------------------------------------------------------------
@@ -553,6 +553,23 @@ class TestPropagation:
         del copy_["metadata"]["annotations"][ANNOTATION_SOURCE_HASH]
         assert settle(world) == 1
         assert ANNOTATION_SOURCE_HASH in world.obj(ROLE, "sub1", "admin")["metadata"]["annotations"]
+
+    def test_hncs_keys_leave_copies_in_one_replacement_and_do_not_flap(self):
+        """A copy made when copies still carried HNC's exception annotation (issue 27): one
+        in-place replacement drops it, then a settled tree sees no write, through two levels."""
+        world = make_world()
+        hnc = "propagate.hnc.x-k8s.io/treeSelect"
+        world.add_object(ROLE, role("root1", mode="update", annotations={hnc: "sub1"}))
+        tree(world, ("root1", "sub1"), ("sub1", "sub2"))
+        assert hnc not in world.obj(ROLE, "sub2", "admin")["metadata"]["annotations"]
+        uid = world.obj(ROLE, "sub1", "admin")["metadata"]["uid"]
+        stale = world.obj(ROLE, "sub1", "admin")["metadata"]["annotations"]
+        stale[hnc] = "sub1"
+        stale[ANNOTATION_SOURCE_HASH] = "made-before"
+        assert settle(world) == 1
+        kept = world.obj(ROLE, "sub1", "admin")["metadata"]
+        assert (kept["uid"], hnc in kept["annotations"]) == (uid, False)
+        assert plan(world.snapshot()).actions == ()
 
     def test_g5_excluded_labels_and_annotations_are_not_copied(self):
         world = make_world()
