@@ -18,7 +18,7 @@ import threading
 
 from controller.applier import Applier
 from controller.cache import Expectation, Feed
-from controller.loop import EXPECTATION_TIMEOUT, Busy, Leadership, Loop, Traffic
+from controller.loop import EXPECTATION_TIMEOUT, Busy, Leadership, Loop, Pacing, Traffic
 from controller.passes import SUBNAMESPACE_LANE, Passes
 from libaccurate.actions import AddFinalizer, CreateNamespace, DeleteNamespace, RemoveFinalizer
 from libaccurate.planner import Plan, about
@@ -67,6 +67,7 @@ class SubNamespaceLane:
 
     def run(self, stop: threading.Event) -> None:
         written: tuple[Expectation, ...] = ()
+        pacing = Pacing()
         while not stop.is_set():
             if not self.leadership.is_leader():
                 if not self.leadership.wait(stop):
@@ -77,6 +78,7 @@ class SubNamespaceLane:
                 continue
             if not self.feed.wait(IDLE_POLL):
                 continue
+            pacing.wait(stop)
             self.passes.cache.wait_for_expectations(written, EXPECTATION_TIMEOUT, stop)
             busy = self.traffic.lane_starting(stop)
             written = ()

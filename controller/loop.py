@@ -4,18 +4,18 @@ anything changed.
 The loop is level-based: a pass compares the whole picture of what it plans with what should
 be, never trusting an event to say what to do, so a missed or merged event can delay work but
 never lose it. An idle loop starts a pass the moment a change arrives; changes that arrive
-while a pass runs are gathered and planned together by the next one, so a burst is batched
-when the loop is busy and nothing waits when it is not. A pass also runs when the resync period
-is up, and after a pass that left work behind: the namespaces of the steps that did not happen
-are planned again after a growing pause (or at the next change), and after a failure
-everything is. A pass prompted by changes plans only the namespaces they affect (the planner's
-scope); the first pass, a pass after a failure or after one that met work due outside its
-scope, and the resync pass plan everything. Before planning again the loop waits until the
-cache shows the writes of the previous pass (its own and the SubNamespace lane's), so that it
-does not act twice on the same stale picture. SubNamespace changes go to the SubNamespace lane
-(controller.lane), which works beside a long pass of this one; ``Traffic`` keeps the two from
-sending the same writes. Only the leader plans and writes; a pass with nothing to do sends no
-request at all.
+while a pass runs, or within 50 ms of its start, are gathered and planned together by the next
+one, so a burst is batched when the loop is busy and nothing waits when it is not. A pass also
+runs when the resync period is up, and after a pass that left work behind: the namespaces of
+the steps that did not happen are planned again after a growing pause (or at the next change),
+and after a failure everything is. A pass prompted by changes plans only the namespaces they
+affect (the planner's scope); the first pass, a pass after a failure or after one that met work
+due outside its scope, and the resync pass plan everything. Before planning again the loop
+waits until the cache shows the writes of the previous pass (its own and the SubNamespace
+lane's), so that it does not act twice on the same stale picture. SubNamespace changes go to
+the SubNamespace lane (controller.lane), which works beside a long pass of this one;
+``Traffic`` keeps the two from sending the same writes. Only the leader plans and writes; a
+pass with nothing to do sends no request at all.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ from libaccurate.planner import Plan, about
 EXPECTATION_TIMEOUT = 10.0
 # How often a lane waiting for the other looks whether the controller is stopping.
 STOP_POLL = 0.5
+# A lane's passes start no closer together than this: the first change after a quiet spell is
+# planned at once, a stream of them (200 namespaces created one after the other) in batches.
+SPACING = 0.05
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +127,21 @@ class Traffic:
             self._changed.notify_all()
 
 
+class Pacing:
+    """When a lane's next pass may start: at once after a quiet spell, else ``SPACING`` after
+    the last one started, gathering what arrives meanwhile into one pass."""
+
+    def __init__(self, spacing: float = SPACING) -> None:
+        self.spacing = spacing
+        self._last = -spacing
+
+    def wait(self, stop: threading.Event) -> None:
+        """Block until the next pass may start (or ``stop`` is set), then count it started."""
+        if (delay := self._last + self.spacing - time.monotonic()) > 0:
+            stop.wait(delay)
+        self._last = time.monotonic()
+
+
 class Loop:
     """Runs the bulk lane's passes until ``stop`` is set; ``run`` blocks, so start it on a
     thread."""
@@ -160,6 +178,7 @@ class Loop:
 
     def run(self, stop: threading.Event) -> None:
         pause = Backoff(first=0.5, limit=60.0)
+        pacing = Pacing()
         expectations: tuple[Expectation, ...] = ()
         left: frozenset[str] = frozenset()
         due = time.monotonic()
@@ -179,6 +198,7 @@ class Loop:
                 continue
             if (wait := due - time.monotonic()) > 0 and not self.feed.wait(wait):
                 continue
+            pacing.wait(stop)
             if stop.is_set():
                 return
             with self._lock:
