@@ -8,19 +8,28 @@ read refuses the request rather than let it through unchecked.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from controller.live import LiveReads
+from controller.quota_admission import QuotaReviews
 from controller.reviews import (
     AdmissionRequest,
     admission_request,
     admission_response,
     unavailable,
 )
-from libaccurate.admission import mutate_subnamespace, review_namespace, review_subnamespace
+from libaccurate.admission import (
+    UPDATE,
+    Verdict,
+    mutate_subnamespace,
+    review_namespace,
+    review_subnamespace,
+)
 from libaccurate.config import NamingPolicy
 from libaccurate.constants import GROUP, SUBNAMESPACE_KIND
+from libaccurate.forest import node_from_object
 from libaccurate.network.kube import KubeError
 
 log = logging.getLogger(__name__)
@@ -38,19 +47,24 @@ class AdmissionWebhooks:
         naming_policies: Sequence[NamingPolicy],
         allow_cascading_deletion: bool,
         tree_label_suffix: str | None = None,
+        quotas: QuotaReviews | None = None,
     ) -> None:
         self._live = live
         self._naming_policies = tuple(naming_policies)
         self._allow_cascading_deletion = allow_cascading_deletion
         self._tree_label_suffix = tree_label_suffix
+        self._quotas = quotas
 
     def validate_namespace(self, body: Any) -> Answer:
+        """The forest rules, then, for a namespace that gets a new parent, the hierarchical
+        quotas of the new parent's chain."""
         request = admission_request(body, "", "Namespace", needs_name=True)
         try:
             judged = self._live.for_namespace(request.operation, request.new, request.old)
         except KubeError as error:
             return _unavailable(request, error)
-        with judged as forest:
+        deciding = self._quotas.deciding() if self._quotas is not None else nullcontext(None)
+        with deciding as moves, judged as forest:
             verdict = review_namespace(
                 request.operation,
                 request.new,
@@ -59,6 +73,10 @@ class AdmissionWebhooks:
                 self._allow_cascading_deletion,
                 self._tree_label_suffix,
             )
+            moved = _new_parent(request.operation, request.new, request.old)
+            if verdict.allowed and moves is not None and moved is not None:
+                denial = moves(moved[0], moved[1], forest)
+                verdict = verdict if denial is None else Verdict(False, denial)
         return admission_response(request, verdict), verdict.allowed
 
     def mutate_subnamespace(self, body: Any) -> Answer:
@@ -85,6 +103,18 @@ class AdmissionWebhooks:
                 self._allow_cascading_deletion,
             )
         return admission_response(request, verdict), verdict.allowed
+
+
+def _new_parent(
+    operation: str, new: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> tuple[str, str] | None:
+    """The namespace and its new parent, when an UPDATE gives it one."""
+    if operation != UPDATE or new is None or old is None:
+        return None
+    after, before = node_from_object(new), node_from_object(old)
+    if after.parent is None or after.parent == before.parent:
+        return None
+    return after.name, after.parent
 
 
 def _unavailable(request: AdmissionRequest, error: KubeError) -> Answer:

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from controller.owners import awaits_verdict
 from controller.throttle import Backoff
-from libaccurate import subnamespaces
+from libaccurate import quota, subnamespaces
 from libaccurate.config import WatchedResource
 from libaccurate.constants import (
     ANNOTATION_FROM,
@@ -59,12 +59,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Resource:
-    """One kind the cache mirrors: its name in logs and metrics, where it is listed, and what
-    of each object is kept."""
+    """One kind the cache mirrors: its name in logs and metrics, where it is listed, what of
+    each object is kept, and the label selector that limits it to some objects."""
 
     name: str
     path: str
     keep: Callable[[Obj], Obj]
+    selector: str = ""
+
+    @property
+    def query(self) -> dict[str, str]:
+        return {"labelSelector": self.selector} if self.selector else {}
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,10 @@ def resource_name(group: str, plural: str) -> str:
 
 NAMESPACES = "namespaces"
 SUBNAMESPACES = resource_name(GROUP, SUBNAMESPACE_PLURAL)
+HRQS = resource_name(quota.GROUP, quota.PLURAL)
+# Only the ResourceQuotas the controller keeps for HRQs, under a name of their own: the config
+# may watch ResourceQuotas for propagation too.
+HRQ_QUOTAS = "resourcequotas (kept for hierarchical quotas)"
 
 
 def _namespace_keeper(obj: Obj) -> Obj:
@@ -138,6 +147,21 @@ def _watched_object_keeper(propagate_generated: bool) -> Callable[[Obj], Obj]:
 def namespaces_only() -> list[Resource]:
     """What the webhook process's cache holds: the namespaces its forest is made of."""
     return [Resource(NAMESPACES, resource_path("", "v1", NAMESPACES), _namespace_keeper)]
+
+
+def quota_resources() -> list[Resource]:
+    """The HRQs and the ResourceQuotas kept for them, on a cluster that has the HRQ CRD."""
+    return [
+        Resource(
+            HRQS, resource_path(quota.GROUP, quota.VERSION, quota.PLURAL), _without_managed_fields
+        ),
+        Resource(
+            HRQ_QUOTAS,
+            resource_path("", "v1", "resourcequotas"),
+            _without_managed_fields,
+            quota.LABEL_HRQ_NAMESPACE,
+        ),
+    ]
 
 
 def mirrored(watched: Iterable[WatchedResource], propagate_generated: bool) -> list[Resource]:
@@ -230,6 +254,8 @@ class Cache:
         # The resourceVersion each kind's list or watch has reached.
         self._positions: dict[str, str] = {}
         self._version = 0
+        # Per kind: grows with every change of that kind (for callers that memoise on one kind).
+        self._generations: dict[str, int] = {r.name: 0 for r in self.resources}
         self._stopping = False
         self._changed = threading.Condition()
         self._forest = Forest()
@@ -277,15 +303,20 @@ class Cache:
         with self._changed:
             return list(self._objects[resource].values())
 
+    def generation(self, resource: str) -> int:
+        """A number that changes whenever an object of ``resource`` does."""
+        with self._changed:
+            return self._generations[resource]
+
+    def get(self, resource: str, namespace: str, name: str) -> Obj | None:
+        """One object as cached, or None; may be called while ``reading`` holds the cache."""
+        with self._changed:
+            return self._objects[resource].get((namespace, name))
+
     def namespaces(self) -> tuple[list[Obj], Forest]:
         """The namespaces and a copy of their forest, taken together so that they agree."""
         with self._changed:
             return list(self._objects[NAMESPACES].values()), self._forest.copy()
-
-    def get(self, resource: str, namespace: str, name: str) -> Obj | None:
-        """The object as the cache holds it now, or None."""
-        with self._changed:
-            return self._objects[resource].get((namespace, name))
 
     @contextmanager
     def reading(self) -> Iterator[Forest]:
@@ -388,6 +419,7 @@ class Cache:
         return version
 
     def _bump(self, resource: str, keys: Iterable[Key]) -> None:
+        self._generations[resource] += 1
         feed = next((f for f in self._feeds if f.kinds is not None and resource in f.kinds), None)
         if feed is None:
             feed = next((f for f in self._feeds if f.kinds is None), None)
@@ -434,7 +466,7 @@ class _Reflector:
     def _list(self) -> str:
         """List every object in pages; returns the version to watch from."""
         objects: dict[Key, Obj] = {}
-        query = {"limit": PAGE_SIZE}
+        query = {"limit": PAGE_SIZE, **self.resource.query}
         while True:
             page = self.cache.kube.list_objects(self.resource.path, **query)
             for item in page.get("items") or ():
@@ -444,7 +476,7 @@ class _Reflector:
             token = metadata.get("continue")
             if not token:
                 break
-            query = {"limit": PAGE_SIZE, "continue": token}
+            query = {"limit": PAGE_SIZE, "continue": token, **self.resource.query}
         version = str(metadata.get("resourceVersion") or "")
         self.cache._replace(self.resource.name, objects, version)
         return version
@@ -454,7 +486,10 @@ class _Reflector:
         deadline = time.monotonic() + self.cache.resync_period
         while not self.stop.is_set() and (remaining := deadline - time.monotonic()) > 0:
             events = self.cache.kube.watch(
-                self.resource.path, version, timeout_seconds=max(1, math.ceil(remaining))
+                self.resource.path,
+                version,
+                timeout_seconds=max(1, math.ceil(remaining)),
+                **self.resource.query,
             )
             for event in events:
                 if self.stop.is_set():

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from controller import health, selfcheck
 from controller.applier import Applier
-from controller.cache import SUBNAMESPACES, Cache, mirrored
+from controller.cache import SUBNAMESPACES, Cache, mirrored, quota_resources
 from controller.events import Recorder
 from controller.generated_notice import GeneratedNotice
 from controller.lane import SubNamespaceLane
@@ -35,11 +35,18 @@ from controller.metrics import Metrics
 from controller.options import DISABLED, PROGRAM, Options, parse
 from controller.owners import Owners
 from controller.passes import Passes
+from controller.quotas import PERMISSIONS as QUOTA_PERMISSIONS
+from controller.quotas import Quotas
 from controller.sudoers import Sudoers, keeps_sudoers
 from controller.throttle import Throttles
-from controller.webhook_process import WebhookProcess, WebhookProcessError, WebhookSettings
+from controller.webhook_process import (
+    QuotaLease,
+    WebhookProcess,
+    WebhookProcessError,
+    WebhookSettings,
+)
 from controller.writes import Writer
-from libaccurate import __version__, subnamespaces
+from libaccurate import __version__, quota, subnamespaces
 from libaccurate.config import (
     Config,
     ConfigError,
@@ -143,13 +150,18 @@ def start(options: Options, stop: threading.Event) -> Controller:
     discovery = kube.server_resources()
     watched = resolve_watches(config, discovery, options.config_file)
     _require_subnamespaces(discovery)
-    for warning in selfcheck.check(kube, selfcheck.required(watched, lease_namespace)):
+    hierarchical = _serves(discovery, quota.API_VERSION, quota.PLURAL)
+    required = selfcheck.required(watched, lease_namespace)
+    for warning in selfcheck.check(kube, [*required, *(QUOTA_PERMISSIONS if hierarchical else ())]):
         log.warning(warning)
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
     elector = _elector(options, kube, lease_namespace, identity)
     metrics = Metrics()
     throttles = Throttles(options.qps)
-    cache = Cache(kube, mirrored(watched, options.propagate_generated), options.resync_period)
+    resources = mirrored(watched, options.propagate_generated)
+    cache = Cache(
+        kube, resources + (quota_resources() if hierarchical else []), options.resync_period
+    )
     is_leader: Callable[[], bool] = (lambda: elector.is_leader) if elector else (lambda: True)
     recorder = Recorder(kube, throttles.of("events"), identity, stop)
     writers = [
@@ -174,7 +186,13 @@ def start(options: Options, stop: threading.Event) -> Controller:
     owners = Owners(kube, discovery, throttles.of("owners"), stop, options.resync_period)
     sudoers = Sudoers(kube) if any(keeps_sudoers(w) for w in watched) else None
     passes = Passes(
-        cache, config, watched, metrics, owners if options.propagate_generated else None, sudoers
+        cache,
+        config,
+        watched,
+        metrics,
+        owners if options.propagate_generated else None,
+        sudoers,
+        Quotas(kube, cache, recorder) if hierarchical else None,
     )
     leadership = Leadership(is_leader, elector.wait_until_leader if elector else lambda _: True)
     traffic = Traffic()
@@ -192,7 +210,7 @@ def start(options: Options, stop: threading.Event) -> Controller:
     loop_thread = threading.Thread(target=loop.run, args=(stop,), name="loop", daemon=True)
     lane_thread = threading.Thread(target=lane.run, args=(stop,), name="lane", daemon=True)
     controller = Controller(stop, loop_thread, lane_thread, appliers, elector)
-    controller.webhooks = _webhooks(options, config)
+    controller.webhooks = _webhooks(options, config, hierarchical, lease_namespace)
     controller.servers = _serve(options, cache, metrics, controller, is_leader)
     if elector is not None:
         threading.Thread(target=elector.run, args=(stop,), name="leader", daemon=True).start()
@@ -215,7 +233,9 @@ def start(options: Options, stop: threading.Event) -> Controller:
     return controller
 
 
-def _webhooks(options: Options, config: Config) -> WebhookProcess | None:
+def _webhooks(
+    options: Options, config: Config, hierarchical: bool, lease_namespace: str | None
+) -> WebhookProcess | None:
     """The admission and conversion webhooks, served by every replica, leader or not, from a
     process of their own (controller.webhook_process), so that no reconcile pass stalls them."""
     if options.webhook_addr == DISABLED:
@@ -228,6 +248,8 @@ def _webhooks(options: Options, config: Config) -> WebhookProcess | None:
             naming_policies=tuple(config.naming_policies),
             allow_cascading_deletion=options.allow_cascading_deletion,
             tree_label_suffix=config.tree_label_suffix,
+            hierarchical_quotas=hierarchical,
+            quota_lease=_quota_lease(options, lease_namespace) if hierarchical else None,
             resync_period=options.resync_period,
             request_timeout=REQUEST_TIMEOUT,
             user_agent=f"{PROGRAM}/{__version__}",
@@ -240,6 +262,21 @@ def _webhooks(options: Options, config: Config) -> WebhookProcess | None:
     except WebhookProcessError as error:
         raise StartupError(str(error)) from error
     return webhooks
+
+
+def _quota_lease(options: Options, lease_namespace: str | None) -> QuotaLease | None:
+    """With leader election, the webhook processes hold a Lease of their own to decide
+    hierarchical quotas one at a time (controller.quota_authority)."""
+    if lease_namespace is None:
+        return None
+    return QuotaLease(
+        lease_namespace,
+        f"{options.leader_election_id}-quota",
+        options.lease_duration,
+        options.renew_deadline,
+        options.retry_period,
+        os.environ.get("POD_NAME") or None,
+    )
 
 
 def _lease_namespace(options: Options) -> str | None:
@@ -263,16 +300,21 @@ def _read_config(path: str) -> Config:
     return parse_config(text, path)
 
 
-def _require_subnamespaces(discovery: list[dict[str, object]]) -> None:
-    group_version = subnamespaces.api_version()
+def _serves(discovery: list[dict[str, object]], group_version: str, plural: str) -> bool:
+    """Whether discovery lists ``plural`` in ``group_version``."""
     for resource_list in discovery:
         if resource_list.get("groupVersion") != group_version:
             continue
         resources = resource_list.get("resources")
-        if isinstance(resources, list) and any(
-            r.get("name") == SUBNAMESPACE_PLURAL for r in resources
-        ):
-            return
+        if isinstance(resources, list) and any(r.get("name") == plural for r in resources):
+            return True
+    return False
+
+
+def _require_subnamespaces(discovery: list[dict[str, object]]) -> None:
+    group_version = subnamespaces.api_version()
+    if _serves(discovery, group_version, SUBNAMESPACE_PLURAL):
+        return
     raise StartupError(
         f"the API server does not serve {SUBNAMESPACE_KIND} ({group_version}): "
         "install the CRD subnamespaces.accurate.cybozu.com first"

@@ -20,6 +20,7 @@ from controller.applier import Applier, Report
 from controller.cache import NAMESPACES, SUBNAMESPACES, Cache, resource_name
 from controller.metrics import Metrics
 from controller.owners import Owners
+from controller.quotas import Quotas
 from controller.sudoers import Sudoers
 from libaccurate.config import Config, WatchedResource
 from libaccurate.forest import Problem
@@ -70,6 +71,7 @@ class Passes:
         metrics: Metrics,
         owners: Owners | None = None,
         sudoers: Sudoers | None = None,
+        quotas: Quotas | None = None,
     ) -> None:
         self.cache = cache
         self.config = config
@@ -77,6 +79,7 @@ class Passes:
         self.metrics = metrics
         self.owners = owners
         self.sudoers = sudoers
+        self.quotas = quotas
         self._problems: Mapping[str, Problem] = {}
         self._label_problems: Mapping[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
@@ -98,6 +101,8 @@ class Passes:
             snapshot = self.snapshot(changes)
             if self.sudoers is not None and lane == BULK:
                 self.sudoers.keep(snapshot)
+            if self.quotas is not None and lane == BULK and snapshot.forest is not None:
+                self.quotas.keep(snapshot.forest)
             planned = plan(snapshot)
             self._report_problems(planned)
             if not planned.steps:

@@ -49,6 +49,7 @@ class AdmissionRequest:
     operation: str
     new: dict[str, Any] | None
     old: dict[str, Any] | None
+    user: str = ""
 
 
 def decode(body: bytes) -> Any:
@@ -95,7 +96,9 @@ def admission_request(body: Any, group: str, kind: str, *, needs_name: bool) -> 
                 # kube-apiserver fills it in from the path; a request without it is malformed.
                 metadata["namespace"] = _field(request, "namespace", str, "request")
             _field(metadata, "namespace", str, f"request.{key}.metadata")
-    return AdmissionRequest(uid, operation, new, old)
+    user_info = request.get("userInfo")
+    user = str(user_info.get("username") or "") if isinstance(user_info, dict) else ""
+    return AdmissionRequest(uid, operation, new, old, user)
 
 
 def _object(

@@ -26,7 +26,16 @@ from controller.certs import ServingCertificate
 from controller.conversion import convert
 from controller.health import Listener, parse_addr
 from controller.live import LiveReads, NamespaceSource
-from controller.reviews import MAX_BODY, BadRequest, decode, status
+from controller.quota_admission import QuotaReviews
+from controller.reviews import (
+    MAX_BODY,
+    BadRequest,
+    admission_request,
+    admission_response,
+    decode,
+    status,
+)
+from libaccurate.admission import ALLOWED
 from libaccurate.config import NamingPolicy
 from libaccurate.network.kube import Kube
 
@@ -35,11 +44,14 @@ VALIDATE_NAMESPACE_PATH = "/validate-v1-namespace"
 MUTATE_SUBNAMESPACE_PATH = "/mutate-accurate-cybozu-com-v2-subnamespace"
 VALIDATE_SUBNAMESPACE_PATH = "/validate-accurate-cybozu-com-v2-subnamespace"
 CONVERT_PATH = "/convert"
+# Ours: the hierarchical quota webhook, on updates of ResourceQuota statuses (issue 28).
+VALIDATE_QUOTA_STATUS_PATH = "/validate-v1-resourcequota-status"
 PATHS = (
     VALIDATE_NAMESPACE_PATH,
     MUTATE_SUBNAMESPACE_PATH,
     VALIDATE_SUBNAMESPACE_PATH,
     CONVERT_PATH,
+    VALIDATE_QUOTA_STATUS_PATH,
 )
 # Paths earlier Go releases registered (the v1 API's, up to the release that moved to v2), and
 # the current path that serves each. No release registered paths of its own for v2alpha1.
@@ -74,6 +86,7 @@ class WebhookServer:
         allow_cascading_deletion: bool,
         observe: Observer | None = None,
         tree_label_suffix: str | None = None,
+        quotas: QuotaReviews | None = None,
     ) -> None:
         self.addr = addr
         self.host, self._requested_port = parse_addr(addr)
@@ -86,12 +99,14 @@ class WebhookServer:
             naming_policies,
             allow_cascading_deletion,
             tree_label_suffix,
+            quotas,
         )
         self._routes: dict[str, Callable[[Any], Answer]] = {
             VALIDATE_NAMESPACE_PATH: admission.validate_namespace,
             MUTATE_SUBNAMESPACE_PATH: admission.mutate_subnamespace,
             VALIDATE_SUBNAMESPACE_PATH: admission.validate_subnamespace,
             CONVERT_PATH: convert,
+            VALIDATE_QUOTA_STATUS_PATH: quotas.validate_status if quotas else _no_quotas,
         }
 
     @property
@@ -139,6 +154,13 @@ class WebhookServer:
         if self._observe is not None:
             self._observe(path, allowed, time.monotonic() - started)
         return code, response
+
+
+def _no_quotas(body: Any) -> Answer:
+    """Without the HRQ CRD there is nothing to enforce: a quota webhook registered anyway (the
+    CRD installed after the controller started) lets updates through until a restart."""
+    request = admission_request(body, "", "ResourceQuota", needs_name=True)
+    return admission_response(request, ALLOWED), True
 
 
 # HTTP

@@ -23,17 +23,22 @@ import contextlib
 import logging
 import multiprocessing
 import signal
+import socket
 import sys
 import threading
+import uuid
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
-from controller.cache import Cache, namespaces_only
+from controller.cache import Cache, namespaces_only, quota_resources
 from controller.certs import CertificateError
+from controller.leader import LeaderElector
 from controller.logs import setup_logging
 from controller.metrics import WebhookMetrics
+from controller.quota_admission import QuotaReviews
+from controller.quota_authority import QuotaAuthority
 from controller.webhook import WebhookServer
 from libaccurate.config import NamingPolicy
 from libaccurate.network.kube import ConnectionOptions, Kube, KubeError
@@ -60,6 +65,20 @@ class WebhookProcessError(Exception):
 
 
 @dataclass(frozen=True)
+class QuotaLease:
+    """The Lease the webhook processes hold to decide hierarchical quotas one at a time
+    (controller.quota_authority), with the controller's leader election timings; ``pod`` is
+    this replica's pod name (POD_NAME), which the holder labels."""
+
+    namespace: str
+    name: str
+    lease_duration: float
+    renew_deadline: float
+    retry_period: float
+    pod: str | None
+
+
+@dataclass(frozen=True)
 class WebhookSettings:
     """What the child needs to serve the webhooks as the parent would; it crosses the pipe."""
 
@@ -69,6 +88,8 @@ class WebhookSettings:
     naming_policies: tuple[NamingPolicy, ...]
     allow_cascading_deletion: bool
     tree_label_suffix: str | None
+    hierarchical_quotas: bool
+    quota_lease: QuotaLease | None
     resync_period: float
     request_timeout: float
     user_agent: str
@@ -174,8 +195,8 @@ def serve(settings: WebhookSettings, parent: Connection) -> None:
     stop = threading.Event()
     metrics = WebhookMetrics()
     try:
-        server = _start_server(settings, metrics, stop)
-    except (OSError, CertificateError, KubeError) as error:
+        server, authority = _start_server(settings, metrics, stop)
+    except (OSError, CertificateError, KubeError, ValueError) as error:
         parent.send(("failed", str(error)))
         sys.exit(1)
     parent.send(("serving", server.port))
@@ -189,18 +210,26 @@ def serve(settings: WebhookSettings, parent: Connection) -> None:
         log.warning("the controller process is gone; the webhook process stops")
     stop.set()
     server.stop()
+    if authority is not None:
+        authority.release()
 
 
 def _start_server(
     settings: WebhookSettings, metrics: WebhookMetrics, stop: threading.Event
-) -> WebhookServer:
-    """The namespace cache (filled in the background) and the listening webhook server."""
+) -> tuple[WebhookServer, QuotaAuthority | None]:
+    """The namespace cache (filled in the background), the listening webhook server and, with
+    hierarchical quotas, what says whether this process decides them."""
     kube = Kube(
         load_credentials(ConnectionOptions(kubeconfig=settings.kubeconfig)),
         timeout=settings.request_timeout,
         user_agent=settings.user_agent,
     )
-    cache = Cache(kube, namespaces_only(), settings.resync_period)
+    resources = namespaces_only() + (quota_resources() if settings.hierarchical_quotas else [])
+    cache = Cache(kube, resources, settings.resync_period)
+    authority = _authority(settings, kube) if settings.hierarchical_quotas else None
+    quotas = None
+    if authority is not None:
+        quotas = QuotaReviews(cache, kube, lambda: authority.deciding)
     server = WebhookServer(
         settings.addr,
         Path(settings.cert_dir),
@@ -210,7 +239,34 @@ def _start_server(
         settings.allow_cascading_deletion,
         metrics.observe,
         settings.tree_label_suffix,
+        quotas,
     )
     server.start()
     cache.start(stop)
-    return server
+    if authority is not None:
+        authority.start(stop)
+    return server, authority
+
+
+def _authority(settings: WebhookSettings, kube: Kube) -> QuotaAuthority:
+    """Without leader election, this process decides; with it, the quota Lease's holder."""
+    lease = settings.quota_lease
+    if lease is None:
+        return QuotaAuthority(None, kube, None)
+    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    elector = LeaderElector(
+        kube,
+        lease.namespace,
+        lease.name,
+        identity,
+        lease_duration=lease.lease_duration,
+        renew_deadline=lease.renew_deadline,
+        retry_period=lease.retry_period,
+    )
+    pod = (lease.namespace, lease.pod) if lease.pod else None
+    if pod is None:
+        log.warning(
+            "POD_NAME is not set: the quota webhook's Service cannot find this replica when it "
+            "holds the quota Lease; set it from the downward API (metadata.name)"
+        )
+    return QuotaAuthority(elector, kube, pod)

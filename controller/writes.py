@@ -46,6 +46,7 @@ from libaccurate.constants import (
 )
 from libaccurate.lifecycle import OWNED_CONDITIONS
 from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
+from libaccurate.ownership import OwnedKeys, upgraded_managed_fields
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -278,10 +279,38 @@ class Writer:
         removed.
         """
         current = _metadata(known.namespace(action.name) or {})
+        if action.takeover:
+            current = _metadata(self._take_over(action.name, action.takeover, current, known))
         preconditions = {
             key: current[key] for key in ("uid", "resourceVersion") if current.get(key)
         }
         return self._apply_namespace(action, known, preconditions)
+
+    def _take_over(
+        self, name: str, keys: OwnedKeys, planned: Mapping[str, Any], known: Known
+    ) -> Mapping[str, Any]:
+        """Move ``keys`` from the Go controller's old update entries into the controller's
+        apply entry: one merge patch of ``managedFields`` at the version the plan was made
+        from, nothing else changed; the namespace as it then is.
+
+        The cache keeps only the controller's own entries, so the whole list is read afresh
+        (a merge patch replaces it); a namespace changed since the plan is left to the next
+        pass.
+        """
+        path = resource_path("", "v1", NAMESPACES, name=name)
+        fresh = self._found(NAMESPACES, lambda: self.kube.get(path))
+        version = planned.get("resourceVersion")
+        if fresh is None or _metadata(fresh).get("resourceVersion") != version:
+            raise Replan(f"namespace {name} changed since the plan")
+        entries = upgraded_managed_fields(_metadata(fresh).get("managedFields") or (), keys)
+        if entries is None:
+            return fresh
+        body = {"metadata": {"resourceVersion": version, "managedFields": entries}}
+        patched = self._found(NAMESPACES, lambda: self.kube.patch(path, body))
+        if patched is None:
+            raise Replan(f"namespace {name} is gone")
+        known.put_namespace(patched)
+        return patched
 
     def _apply_namespace(
         self,

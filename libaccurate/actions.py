@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeAlias
 
 from libaccurate.cloning import copied_from
 from libaccurate.constants import FINALIZER
+from libaccurate.ownership import OwnedKeys
 
 
 @dataclass(frozen=True)
@@ -94,12 +95,15 @@ class ApplyNamespaceMetadata:
     """Server-side apply, with force, of exactly these controller-owned labels and annotations.
 
     Keys the controller applied before and omits here are removed by the server; keys others
-    own are left alone.
+    own are left alone. With ``takeover``, those keys are first moved from the Go controller's
+    old update entries into the controller's apply entry (one write of ``managedFields``, at
+    the version the plan was made from, nothing else changed), so the apply can remove them.
     """
 
     name: str
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
+    takeover: OwnedKeys | None = None
 
     @property
     def namespace(self) -> str:
@@ -107,7 +111,13 @@ class ApplyNamespaceMetadata:
 
     def describe(self) -> str:
         keys = ", ".join(sorted([*self.labels, *self.annotations])) or "none"
-        return f"apply inherited metadata of namespace {self.name} (keys: {keys})"
+        text = f"apply inherited metadata of namespace {self.name} (keys: {keys})"
+        if self.takeover:
+            text += (
+                f", first taking over {self.takeover.describe()} from the Go controller's "
+                "update entries"
+            )
+        return text
 
 
 @dataclass(frozen=True)

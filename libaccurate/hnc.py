@@ -18,7 +18,6 @@ Accurate (only copies in update mode are ever deleted), so an import that stops 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +38,7 @@ from libaccurate.constants import (
     TYPE_ROOT,
     TYPE_TEMPLATE,
 )
+from libaccurate.ownership import OwnedKeys, owned_keys, released, written_by
 from libaccurate.selection import selection_of
 
 Obj = Mapping[str, Any]
@@ -160,9 +160,10 @@ class TakeOwnership:
         """``current``'s managedFields with the keys taken from HNC's entries and nothing else
         changed; ``[{}]`` (which clears them) when no entry is left, as ``[]`` would keep them."""
         entries = []
+        keys = OwnedKeys(frozenset(self.labels), frozenset(self.annotations))
         for entry in _metadata(current).get("managedFields") or ():
             if _hnc_entry(entry):
-                entry = _released(entry, self.labels, self.annotations)
+                entry = released(entry, keys)
             if entry.get("fieldsV1"):
                 entries.append(entry)
         return entries or [{}]
@@ -883,48 +884,16 @@ def _takeovers(
         namespace = tree.namespaces.get(name)
         if namespace is None:
             continue
-        owned_labels, owned_annotations = _hnc_owned(namespace)
-        taken = sorted(k for k in owned_labels if k in labels or k.endswith(TREE_LABEL_SUFFIX))
-        taken_annotations = sorted(owned_annotations & annotations)
+        owned = owned_keys(_metadata(namespace).get("managedFields") or (), _hnc_entry)
+        taken = sorted(k for k in owned.labels if k in labels or k.endswith(TREE_LABEL_SUFFIX))
+        taken_annotations = sorted(owned.annotations & annotations)
         if taken or taken_annotations:
             found.append(TakeOwnership(namespace, name, tuple(taken), tuple(taken_annotations)))
     return found
 
 
 def _hnc_entry(entry: Obj) -> bool:
-    return (
-        entry.get("manager") in HNC_FIELD_MANAGERS
-        and entry.get("operation") == "Update"
-        and not entry.get("subresource")
-    )
-
-
-def _hnc_owned(namespace: Obj) -> tuple[set[str], set[str]]:
-    """The label and annotation keys HNC's field managers own on ``namespace``."""
-    labels: set[str] = set()
-    annotations: set[str] = set()
-    for entry in _metadata(namespace).get("managedFields") or ():
-        if _hnc_entry(entry):
-            metadata = (entry.get("fieldsV1") or {}).get("f:metadata") or {}
-            for keys, section in ((labels, "f:labels"), (annotations, "f:annotations")):
-                keys.update(k[2:] for k in metadata.get(section) or {} if k.startswith("f:"))
-    return labels, annotations
-
-
-def _released(entry: Obj, labels: Iterable[str], annotations: Iterable[str]) -> dict[str, Any]:
-    """``entry`` owning none of ``labels`` and ``annotations``; maps left empty are dropped."""
-    result = copy.deepcopy(dict(entry))
-    fields = result.get("fieldsV1") or {}
-    metadata = fields.get("f:metadata") or {}
-    for section, keys in (("f:labels", labels), ("f:annotations", annotations)):
-        owned = metadata.get(section) or {}
-        for key in keys:
-            owned.pop(f"f:{key}", None)
-        if not owned:
-            metadata.pop(section, None)
-    if not metadata:
-        fields.pop("f:metadata", None)
-    return result
+    return any(written_by(entry, manager, "Update") for manager in HNC_FIELD_MANAGERS)
 
 
 # The plan

@@ -3,26 +3,28 @@
 The desired set is computed top-down on the state the cluster will have after this pass, so a
 grandchild gets what its parent is about to get, not what it has now (DESIGN.md 4.2). What the
 controller may remove is read from the server's ownership records: only keys it applied
-itself, so a label set by hand is never taken away.
+itself, so a label set by hand is never taken away. Keys a Go Accurate older than v1.4 wrote
+by update are first taken over from its entries (ownership.py), as that Go release would have.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from libaccurate import ownership
 from libaccurate.cloning import annotations_of, labels_of
 from libaccurate.config import Config
 from libaccurate.constants import (
     CREATED_BY_VALUE,
-    FIELD_MANAGER,
     LABEL_CREATED_BY,
     LABEL_PARENT,
     RESERVED_PREFIX,
 )
 from libaccurate.forest import Forest
 from libaccurate.globs import match_any
+from libaccurate.ownership import OwnedKeys, applied_by_controller, updated_by_go_controller
 from libaccurate.treelabels import owned_tree_labels, tree_labels, without_tree_labels
 
 # Labels every sub-namespace carries that the controller never needs to take away: while a
@@ -35,43 +37,54 @@ _KEPT_LABELS: frozenset[str] = frozenset({LABEL_PARENT, LABEL_CREATED_BY})
 
 @dataclass(frozen=True)
 class Metadata:
-    """Labels and annotations of a namespace, or the controller's part of them."""
+    """Labels and annotations of a namespace, or the controller's part of them.
+
+    ``takeover`` names the keys to move from the Go controller's old update entries into the
+    controller's apply entry before applying (ownership.py), so that the apply can remove
+    them; None when there is nothing to move.
+    """
 
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class OwnedKeys:
-    """The label and annotation keys the controller's server-side applies own."""
-
-    labels: frozenset[str]
-    annotations: frozenset[str]
+    takeover: OwnedKeys | None = None
 
 
 def owned_keys(namespace: Mapping[str, Any]) -> OwnedKeys:
     """Keys recorded in ``managedFields`` for the controller's Apply operations.
 
     Only Apply entries count: the server removes omitted keys for those alone, and the Go
-    Accurate records its keys the same way, so a takeover keeps working.
+    Accurate records its keys the same way since v1.3, so a takeover keeps working.
     """
-    labels: set[str] = set()
-    annotations: set[str] = set()
-    for entry in (namespace.get("metadata") or {}).get("managedFields") or ():
-        if (
-            entry.get("manager") != FIELD_MANAGER
-            or entry.get("operation") != "Apply"
-            or entry.get("subresource")
-        ):
-            continue
-        metadata = (entry.get("fieldsV1") or {}).get("f:metadata") or {}
-        labels.update(_field_keys(metadata.get("f:labels")))
-        annotations.update(_field_keys(metadata.get("f:annotations")))
-    return OwnedKeys(frozenset(labels), frozenset(annotations))
+    entries = (namespace.get("metadata") or {}).get("managedFields") or ()
+    return ownership.owned_keys(entries, applied_by_controller)
 
 
-def _field_keys(fields: Mapping[str, Any] | None) -> Iterable[str]:
-    return (key[2:] for key in (fields or {}) if key.startswith("f:"))
+def _owned_after_takeover(namespace: Mapping[str, Any], desired: Metadata) -> OwnedKeys:
+    """What the controller will own once ``desired``'s takeover is made."""
+    return owned_keys(namespace) | (desired.takeover or OwnedKeys())
+
+
+def _takeover(
+    namespace: Mapping[str, Any], current: Metadata, config: Config, sub_namespace: bool
+) -> OwnedKeys | None:
+    """The keys the controller keeps for ``namespace`` (those its patterns match) that the Go
+    controller's update entries still own: from a Go Accurate older than v1.4, which wrote
+    them by update and never moved them to its apply entry. ``_KEPT_LABELS`` stay with them,
+    as their removal is never needed."""
+    entries = (namespace.get("metadata") or {}).get("managedFields") or ()
+    held = ownership.owned_keys(entries, updated_by_go_controller)
+    if not held:
+        return None
+    label_keys, annotation_keys = config.label_keys, config.annotation_keys
+    if sub_namespace:
+        label_keys += config.sub_namespace_label_keys
+        annotation_keys += config.sub_namespace_annotation_keys
+    suffix = config.tree_label_suffix
+    kept = OwnedKeys(
+        frozenset(_pick(current.labels, label_keys, suffix)) - _KEPT_LABELS,
+        frozenset(_pick(current.annotations, annotation_keys, suffix)),
+    )
+    return (held & kept) or None
 
 
 def _pick(
@@ -141,6 +154,8 @@ def desired_metadata(
                 desired[name] = _kept_with(current_meta, owned, tree, owned_tree)
                 after[name] = _after_apply(current_meta, owned, desired[name])
             continue
+        takeover = _takeover(current, current_meta, config, node.parent is not None)
+        owned |= takeover or OwnedKeys()
         upper = after[source]
         labels = _pick(upper.labels, config.label_keys, suffix)
         annotations = _pick(upper.annotations, config.annotation_keys, suffix)
@@ -155,7 +170,7 @@ def desired_metadata(
         else:
             labels.update(_still_kept(current_meta.labels, owned.labels))
         labels.update(tree)
-        desired[name] = Metadata(labels, annotations)
+        desired[name] = Metadata(labels, annotations, takeover)
         after[name] = _after_apply(current_meta, owned, desired[name])
     return desired
 
@@ -180,7 +195,7 @@ def labels_after(namespace: Mapping[str, Any], desired: Metadata | None) -> dict
     current = labels_of(namespace)
     if desired is None:
         return dict(current)
-    return _after(current, owned_keys(namespace).labels, desired.labels)
+    return _after(current, _owned_after_takeover(namespace, desired).labels, desired.labels)
 
 
 def _kept_with(
@@ -206,8 +221,11 @@ def needs_write(namespace: Mapping[str, Any], desired: Metadata) -> bool:
     a key it no longer wants (the apply removes it) or does not own one it wants (the apply
     takes it over, so that a later removal works), except ``_KEPT_LABELS``: no removal
     of theirs is ever needed, so they need not be owned; any later apply takes them over in
-    passing.
+    passing. A takeover from the Go controller's update entries is due the first time the
+    controller meets the namespace, whatever else is.
     """
+    if desired.takeover:
+        return True
     owned = owned_keys(namespace)
     return not (
         _settled(labels_of(namespace), owned.labels, desired.labels, _KEPT_LABELS)

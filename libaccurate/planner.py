@@ -329,7 +329,9 @@ def _namespace_writes(
         writes.append(CreateNamespace(name, wanted.labels, wanted.annotations))
     for name, wanted in metadata.items():
         if name not in created and needs_write(namespaces[name], wanted):
-            writes.append(ApplyNamespaceMetadata(name, wanted.labels, wanted.annotations))
+            writes.append(
+                ApplyNamespaceMetadata(name, wanted.labels, wanted.annotations, wanted.takeover)
+            )
     return writes
 
 

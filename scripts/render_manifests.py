@@ -43,6 +43,8 @@ TARGETS: dict[str, tuple[str, dict[str, Any]]] = {
     "subnamespace-roles.yaml": ("rbac/subnamespace_roles.yaml", {}),
     "tenant-access.yaml": ("rbac/tenant_access.yaml", {}),
     "sudo.yaml": ("sudo/sudoer_keeper.yaml", {"tenantAccess": {"sudo": True}}),
+    "quota-crd.yaml": ("quota/crd.yaml", {"quota": {"enabled": True}}),
+    "quota-rbac.yaml": ("quota/rbac.yaml", {"quota": {"enabled": True}}),
 }
 HEADER = """\
 # Generated from charts/accurate/templates/{template} by scripts/render_manifests.py:

@@ -120,8 +120,10 @@ def _comparable(objects: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str
         (("without-match-conditions",), {"webhook": {"matchConditions": False}}),
         # Sudo on: the base and the directory an operator adds for it.
         (("default", "sudo"), {"tenantAccess": {"sudo": True}}),
+        # Hierarchical quotas on: the base and controller/config/quota.
+        (("default", "quota"), {"quota": {"enabled": True}}),
     ],
-    ids=["default", "without-match-conditions", "sudo"],
+    ids=["default", "without-match-conditions", "sudo", "quota"],
 )
 def test_the_chart_renders_the_kustomize_base_object_by_object(
     directories: tuple[str, ...], extra: dict[str, Any]

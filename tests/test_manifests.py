@@ -9,6 +9,7 @@ config the controller loads.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,15 +22,18 @@ from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.manifests import MANIFESTS, render
 from accurate_testbed.waiting import wait_for
-from controller import options, selfcheck, sudoers
+from controller import options, quotas, selfcheck, sudoers
 from controller.health import parse_addr
+from controller.quota_authority import LABEL_AUTHORITY
 from controller.webhook import (
     CONVERT_PATH,
     MUTATE_SUBNAMESPACE_PATH,
     PATHS,
     VALIDATE_NAMESPACE_PATH,
+    VALIDATE_QUOTA_STATUS_PATH,
     VALIDATE_SUBNAMESPACE_PATH,
 )
+from libaccurate import quota as quota_rules
 from libaccurate.config import Config, WatchedResource, parse_config, resolve_watches
 from libaccurate.constants import (
     GROUP,
@@ -131,6 +135,9 @@ class Manifests:
         return options.parse(self.container["args"])
 
 
+QUOTA = Manifests(render(MANIFESTS / "quota"))
+
+
 @pytest.fixture(scope="module", params=sorted(INSTALLS))
 def install(request: pytest.FixtureRequest) -> Manifests:
     return Manifests(render(MANIFESTS / request.param))
@@ -169,12 +176,42 @@ def test_every_directory_renders_objects_the_api_server_accepts(
 
 
 def test_the_webhooks_call_exactly_the_paths_the_server_serves(install: Manifests) -> None:
+    """The install's webhooks and, with the opt-in quota directory, the quota webhook."""
     crd = install.one("CustomResourceDefinition")
     conversion = crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["path"]
     admission = [w["clientConfig"]["service"]["path"] for _, w in install.webhooks()]
+    quota = [w["clientConfig"]["service"]["path"] for _, w in QUOTA.webhooks()]
 
-    assert sorted([*admission, conversion]) == sorted(PATHS)
+    assert sorted([*admission, *quota, conversion]) == sorted(PATHS)
     assert conversion == CONVERT_PATH
+    assert quota == [VALIDATE_QUOTA_STATUS_PATH]
+
+
+def test_the_quota_webhook_sees_only_status_updates_of_the_quotas_kept_for_hrqs(
+    install: Manifests,
+) -> None:
+    """...through a Service of its own that reaches only the replica holding the quota Lease,
+    whose name the serving certificate covers, on the pod the Deployment tells its name."""
+    kind, webhook = QUOTA.webhook(VALIDATE_QUOTA_STATUS_PATH)
+    service = QUOTA.one("Service")
+    pod = install.one("Deployment")["spec"]["template"]
+    env = {e["name"]: e for e in install.container["env"]}
+
+    assert kind == "ValidatingWebhookConfiguration"
+    assert _rules(webhook) == [("", "v1", "resourcequotas/status", ["UPDATE"])]
+    assert webhook["objectSelector"] == {
+        "matchExpressions": [{"key": quota_rules.LABEL_HRQ_NAMESPACE, "operator": "Exists"}]
+    }
+    assert webhook["failurePolicy"] == "Fail"
+    reference = webhook["clientConfig"]["service"]
+    metadata = service["metadata"]
+    assert (reference["name"], reference["namespace"]) == (metadata["name"], metadata["namespace"])
+    selector = dict(service["spec"]["selector"])
+    assert selector.pop(LABEL_AUTHORITY) == "true"
+    assert selector.items() <= pod["metadata"]["labels"].items()
+    host = f"{metadata['name']}.{metadata['namespace']}.svc"
+    assert host in install.one("Certificate")["spec"]["dnsNames"]
+    assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
 
 
 def test_every_webhook_reaches_the_controller_through_its_service(install: Manifests) -> None:
@@ -316,9 +353,9 @@ def test_the_crd_and_rbac_are_the_charts_templates_rendered() -> None:
     rendered = render_manifests.render()
     found = {
         path
-        for directory in ("crd", "rbac", "sudo")
+        for directory in ("crd", "rbac", "sudo", "quota")
         for path in (MANIFESTS / directory).glob("*.yaml")
-        if path.name != "kustomization.yaml"
+        if path.name not in ("kustomization.yaml", "webhook.yaml", "service.yaml")
     }
 
     assert found == set(rendered) | HAND_WRITTEN_RBAC
@@ -543,3 +580,53 @@ def test_namespace_editors_may_create_subnamespaces_and_viewers_read_them(
     assert can("alice", "delete")
     assert not can("bob", "create")
     assert not can("bob", "delete")
+
+
+def test_only_the_quota_directory_gives_the_controller_the_quota_keepers_rights(
+    apiserver: ApiServer, cluster: Cluster, tmp_path: Path
+) -> None:
+    """Hierarchical quotas are opt-in: the base asks for nothing about them."""
+    base = Manifests(render(MANIFESTS / "default"))
+    with_quota = Manifests([base.one("Namespace"), *QUOTA.objects])
+    account = base.one("Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
+    keeper = {(p.group, p.resource, v) for p in quotas.PERMISSIONS for v in p.verbs}
+    as_controller = _as_controller(apiserver, cluster, base, tmp_path)
+
+    assert keeper <= _bound_rules(with_quota, account, "ClusterRoleBinding", "ClusterRole")
+    with pytest.raises(selfcheck.MissingPermissions):
+        selfcheck.check(as_controller, quotas.PERMISSIONS)
+    _install_rbac(cluster, with_quota)
+    selfcheck.check(as_controller, quotas.PERMISSIONS)
+
+
+def test_tenants_read_hrqs_and_may_change_neither_them_nor_the_quotas_kept_for_them(
+    apiserver: ApiServer, cluster: Cluster
+) -> None:
+    """``view``, ``edit`` and ``admin`` read HRQs; none of them writes an HRQ or a
+    ResourceQuota (kube's bootstrap policy grants only reads of resourcequotas);
+    ``accurate-hrq-admin`` is for whoever sets quotas."""
+    base = Manifests(render(MANIFESTS / "default"))
+    _install_rbac(cluster, Manifests([*base.objects, *QUOTA.objects]))
+    team = cluster.namespace("team")
+    grants = (
+        ("alice", "admin"),
+        ("bob", "edit"),
+        ("carol", "view"),
+        ("dave", "accurate-hrq-admin"),
+    )
+    for user, role in grants:
+        apiserver.add_user(user)
+        binding = ("rolebinding", f"{user}-{role}", f"--clusterrole={role}", f"--user={user}")
+        assert kubectl(cluster, "create", *binding, "-n", team).returncode == 0
+
+    def can(user: str, verb: str, resource: str = quota_rules.CRD_NAME) -> bool:
+        question = (verb, resource, "-n", team, "--as", user)
+        return kubectl(cluster, "auth", "can-i", *question).stdout.strip() == "yes"
+
+    for user in ("alice", "bob", "carol"):
+        wait_for(functools.partial(can, user, "list"), 10, f"aggregation for {user}")
+        for verb in ("create", "update", "patch", "delete"):
+            assert not can(user, verb), (user, verb)
+            assert not can(user, verb, "resourcequotas"), (user, verb)
+        assert not can(user, "update", "resourcequotas/status")
+    assert can("dave", "create") and can("dave", "update") and can("dave", "delete")

@@ -23,7 +23,7 @@ import yaml
 
 from accurate_testbed.apiserver import conversion, crds, errors, paging, schema, validate
 from accurate_testbed.apiserver.defaults import apply_builtin_defaults
-from accurate_testbed.apiserver.errors import ApiError
+from accurate_testbed.apiserver.errors import ApiError, GoStruct
 from accurate_testbed.apiserver.managedfields import ApplyConflict, record_update, server_side_apply
 from accurate_testbed.apiserver.paging import ListOptions
 from accurate_testbed.apiserver.patching import (
@@ -42,7 +42,6 @@ from accurate_testbed.apiserver.resources import (
 )
 from accurate_testbed.apiserver.selectors import selector
 from accurate_testbed.apiserver.store import Expired, Store
-from accurate_testbed.apiserver.validate import GoStruct
 from accurate_testbed.apiserver.webhooks import WebhookConfigurations
 from libaccurate.validation import FieldError
 
@@ -137,6 +136,13 @@ class Admit(Protocol):
     def validate(self, attempt: Attempt) -> None: ...
 
 
+class LastAdmission(Protocol):
+    """The validating plugin that runs after the webhooks (``apiserver.quota``): it may write
+    other objects through this API before the write it admits is stored."""
+
+    def validate(self, attempt: Attempt) -> None: ...
+
+
 def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -173,6 +179,8 @@ class Api:
         self.admit = admit
         self.guard = guard
         self.reviewer = reviewer
+        # Set once the server is assembled: the ResourceQuota plugin writes through this API.
+        self.quota: LastAdmission | None = None
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -571,6 +579,8 @@ class Api:
             raise errors.invalid(resource.group, resource.kind, obj["metadata"]["name"], issues)
         if self.admit is not None:
             self.admit.validate(dataclasses.replace(attempt, obj=obj))
+        if self.quota is not None:
+            self.quota.validate(dataclasses.replace(attempt, obj=obj))
         if resource.group == ADMISSION:
             configurations = [obj]
             WebhookConfigurations.from_objects(

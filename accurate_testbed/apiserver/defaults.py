@@ -14,6 +14,7 @@ from typing import Any
 from accurate_testbed.apiserver import errors
 from accurate_testbed.apiserver.errors import ApiError
 from accurate_testbed.apiserver.resources import ADMISSION, RBAC
+from libaccurate import quantity
 
 Obj = dict[str, Any]
 
@@ -52,6 +53,65 @@ def _undecodable(value: Any, go_type: str) -> ApiError:
         'Secret in version "v1" cannot be handled as a Secret: json: cannot unmarshal '
         f"{json_type} into Go struct field Secret.stringData of type {go_type}"
     )
+
+
+def _quantities(kind: str, lists: list[Any]) -> None:
+    """Read every quantity of these ResourceLists and write it back canonical, as decoding,
+    defaulting (SetDefaults_ResourceList rounds up to milli-units) and encoding a built-in
+    object does (``cpu: 1.5`` is stored ``1500m``, ``1.0001`` is ``1001m``, names sorted); text
+    that is not a quantity is the decoding error kube-apiserver answers."""
+    for resources in lists:
+        if not isinstance(resources, dict):
+            continue
+        try:
+            written = {
+                name: str(quantity.round_up(quantity.parse(value), -3))
+                for name, value in resources.items()
+            }
+        except quantity.QuantityError as error:
+            raise errors.bad_request(
+                f'{kind} in version "v1" cannot be handled as a {kind}: {error}'
+            ) from error
+        resources.clear()
+        resources.update(sorted(written.items()))  # Go writes a map's keys sorted
+
+
+def _requirements(holder: Any) -> list[Any]:
+    """The requests and limits of a container, or of a claim's spec."""
+    resources = holder.get("resources") if isinstance(holder, dict) else None
+    if not isinstance(resources, dict):
+        return []
+    return [resources.get("requests"), resources.get("limits")]
+
+
+def _pod(obj: Obj) -> None:
+    """SetDefaults_Pod: a container with limits but no request for a resource requests its
+    limit (which is how a pod with only ``limits.cpu`` satisfies a quota on requests.cpu)."""
+    spec = obj.get("spec") or {}
+    containers = (spec.get("containers") or []) + (spec.get("initContainers") or [])
+    for container in containers:
+        resources = container.get("resources") or {}
+        limits = resources.get("limits")
+        if isinstance(limits, dict) and limits:
+            requests = resources.setdefault("requests", {})
+            for name, value in limits.items():
+                requests.setdefault(name, value)
+    lists = [spec.get("overhead")] + [r for c in containers for r in _requirements(c)]
+    _quantities("Pod", lists)
+
+
+def _persistent_volume_claim(obj: Obj) -> None:
+    status = obj.get("status") or {}
+    lists = _requirements(obj.get("spec") or {})
+    _quantities(
+        "PersistentVolumeClaim", [*lists, status.get("capacity"), status.get("allocatedResources")]
+    )
+
+
+def _resource_quota(obj: Obj) -> None:
+    status = obj.get("status") or {}
+    lists = [(obj.get("spec") or {}).get("hard"), status.get("hard"), status.get("used")]
+    _quantities("ResourceQuota", lists)
 
 
 def _binding(obj: Obj) -> None:
@@ -113,6 +173,9 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "Namespace"): _namespace,
     ("", "Secret"): _secret,
     ("", "Service"): _service,
+    ("", "Pod"): _pod,
+    ("", "PersistentVolumeClaim"): _persistent_volume_claim,
+    ("", "ResourceQuota"): _resource_quota,
     (RBAC, "RoleBinding"): _binding,
     (RBAC, "ClusterRoleBinding"): _binding,
     ("networking.k8s.io", "NetworkPolicy"): _network_policy,

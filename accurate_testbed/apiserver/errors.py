@@ -32,6 +32,16 @@ class ApiError(Exception):
             self.status["details"] = details
 
 
+class GoStruct:
+    """A value Go prints with %#v (or a Stringer's String()); field errors show it unquoted."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 def qualified(group: str, plural: str) -> str:
     """A GroupResource as Go prints it: ``roles.rbac.authorization.k8s.io`` or ``namespaces``."""
     return f"{plural}.{group}" if group else plural
@@ -120,6 +130,13 @@ def namespace_terminating(group: str, plural: str, name: str, namespace: str) ->
                 "field": "metadata.namespace",
             }
         ],
+    )
+
+
+def internal_error(why: str) -> ApiError:
+    """NewInternalError: 500 with the cause in details."""
+    return ApiError(
+        500, "InternalError", f"Internal error occurred: {why}", {"causes": [{"message": why}]}
     )
 
 

@@ -1,6 +1,6 @@
 """Decoding the protobuf request bodies kubectl sends for built-in kinds.
 
-kubectl's ``create namespace|configmap|secret|role...`` and ``auth can-i`` commands use
+kubectl's ``create namespace|configmap|secret|quota|role...`` and ``auth can-i`` commands use
 client-go's typed clients, which since 1.32 send ``application/vnd.kubernetes.protobuf`` and
 never fall back to JSON. This module reads the k8s envelope and the generated.proto layouts of
 the kinds those commands produce into the JSON form; other kinds are answered 415 by the caller.
@@ -73,6 +73,13 @@ _ACCESS_REVIEW_SPEC: Layout = {
     6: ("uid", "string"),
 }
 _SUBJECT_ACCESS_REVIEW: Layout = {1: ("metadata", _OBJECT_META), 2: ("spec", _ACCESS_REVIEW_SPEC)}
+_RESOURCES = ("map", "quantity")
+_SCOPE_SELECTOR: Layout = {
+    1: (
+        "matchExpressions",
+        ("list", {1: ("scopeName", "string"), 2: ("operator", "string"), 3: ("values", _STRINGS)}),
+    )
+}
 
 LAYOUTS: dict[str, Layout] = {
     "Namespace": {
@@ -108,6 +115,18 @@ LAYOUTS: dict[str, Layout] = {
         1: ("metadata", _OBJECT_META),
         2: ("subjects", ("list", _SUBJECT)),
         3: ("roleRef", _ROLE_REF),
+    },
+    "ResourceQuota": {
+        1: ("metadata", _OBJECT_META),
+        2: (
+            "spec",
+            {
+                1: ("hard", _RESOURCES),
+                2: ("scopes", _STRINGS),
+                3: ("scopeSelector", _SCOPE_SELECTOR),
+            },
+        ),
+        3: ("status", {1: ("hard", _RESOURCES), 2: ("used", _RESOURCES)}),
     },
     # A SelfSubjectReview is sent empty: the server fills in its status.
     "SelfSubjectReview": {1: ("metadata", _OBJECT_META)},
@@ -172,6 +191,9 @@ def _scalar(kind: str, value: int | bytes) -> Any:
         return bool(value)
     if kind == "int":
         return int(value) if isinstance(value, int) else 0
+    if kind == "quantity":  # message Quantity { optional string string = 1; }
+        text = decode_message(value, {1: ("string", "string")}) if isinstance(value, bytes) else {}
+        return text.get("string", "0")
     return value
 
 

@@ -86,6 +86,14 @@ BUILTINS: tuple[Resource, ...] = (
     _builtin("", "v1", "services", "Service", short_names=("svc",), has_status=True),
     _builtin("", "v1", "events", "Event", short_names=("ev",)),
     _builtin("", "v1", "resourcequotas", "ResourceQuota", short_names=("quota",), has_status=True),
+    _builtin(
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        short_names=("pvc",),
+        has_status=True,
+    ),
     _builtin("", "v1", "limitranges", "LimitRange", short_names=("limits",)),
     _builtin("events.k8s.io", "v1", "events", "Event", short_names=("ev",)),
     _builtin(RBAC, "v1", "roles", "Role"),
@@ -101,6 +109,9 @@ BUILTINS: tuple[Resource, ...] = (
         has_generation=True,
     ),
     _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
+    _builtin(
+        "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)
+    ),
     _builtin(
         "apps",
         "v1",
@@ -182,6 +193,7 @@ BUILTIN_GROUP_ORDER = (
     "apps",
     RBAC,
     "networking.k8s.io",
+    "scheduling.k8s.io",
     "coordination.k8s.io",
     ADMISSION,
     APIEXTENSIONS,

@@ -43,6 +43,8 @@ from accurate_testbed.apiserver.faults import Faults, LoggedRequest, reason_for
 from accurate_testbed.apiserver.gc import GarbageCollector
 from accurate_testbed.apiserver.kubeconfig import write_kubeconfig
 from accurate_testbed.apiserver.paging import ListOptions
+from accurate_testbed.apiserver.quota import QuotaAdmission
+from accurate_testbed.apiserver.quota_controller import QuotaController
 from accurate_testbed.apiserver.rbac import Attributes, Authorizer, request_attributes
 from accurate_testbed.apiserver.resources import RBAC, Registry, Resource
 from accurate_testbed.apiserver.routing import ResourcePath, parse_resource_path
@@ -70,6 +72,7 @@ class ApiServer:
             EscalationGuard(self.authorizer),
             AccessReviews(self.authorizer),
         )
+        self.api.quota = QuotaAdmission(self.api)
         self.bookmark_interval = bookmark_interval
         self.token = secrets.token_hex(16)
         self.users = Users(self.token)
@@ -87,8 +90,15 @@ class ApiServer:
         self.httpd.apiserver = self  # type: ignore[attr-defined]
         self.controllers = BackgroundLoop(
             self.store,
-            [Termination(self.api), GarbageCollector(self.api), ClusterRoleAggregation(self.api)],
+            [
+                Termination(self.api),
+                GarbageCollector(self.api),
+                ClusterRoleAggregation(self.api),
+            ],
         )
+        # Its own loop, as it runs in kube-controller-manager: its status writes pass through
+        # admission webhooks, and a slow webhook must not hold namespace deletion up.
+        self.quota_controller = BackgroundLoop(self.store, [QuotaController(self.api)])
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
@@ -103,12 +113,14 @@ class ApiServer:
         self.reset()
         self._thread.start()
         self.controllers.start()
+        self.quota_controller.start()
         return self
 
     def stop(self) -> None:
         self._stopping.set()
         self.store.wake()
         self.controllers.stop()
+        self.quota_controller.stop()
         self.httpd.shutdown()
         self.httpd.server_close()
 

@@ -1,7 +1,8 @@
 """Server-side Table output, which ``kubectl get`` asks for instead of the objects.
 
 Columns follow the real server where kubectl users look (Name, Status for namespaces, Type/Data
-for secrets, a CRD's additionalPrinterColumns); everything else gets Name and Age.
+for secrets, Age/Request/Limit for resource quotas, a CRD's additionalPrinterColumns); everything
+else gets Name and Age.
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ def _column(name: str, kind: str = "string", fmt: str = "", priority: int = 0) -
 _NAME: Column = (_column("Name", fmt="name"), lambda obj: obj["metadata"]["name"])
 _AGE: Column = (_column("Age"), lambda obj: age(obj["metadata"].get("creationTimestamp")))
 
+_QUOTA_COLUMNS: list[Column] = [
+    _NAME,
+    _AGE,
+    (_column("Request"), lambda obj: _quota_cells(obj, limits=False)),
+    (_column("Limit"), lambda obj: _quota_cells(obj, limits=True)),
+]
+
 _BUILTIN_COLUMNS: dict[str, list[Column]] = {
     "Namespace": [(_column("Status"), lambda obj: (obj.get("status") or {}).get("phase", ""))],
     "Secret": [
@@ -50,6 +58,18 @@ _BUILTIN_COLUMNS: dict[str, list[Column]] = {
         )
     ],
 }
+
+
+def _quota_cells(obj: Obj, limits: bool) -> str:
+    """printResourceQuota: ``name: used/hard`` for each resource of status.hard, sorted, the
+    ``limits.*`` ones in the Limit column and the rest in Request."""
+    status = obj.get("status") or {}
+    hard, used = status.get("hard") or {}, status.get("used") or {}
+    return ", ".join(
+        f"{name}: {used.get(name, '0')}/{hard[name]}"
+        for name in sorted(hard)
+        if (name.split(".")[0] == "limits" and "." in name) == limits
+    )
 
 
 def _json_path(obj: Obj, path: str) -> Any:
@@ -85,6 +105,8 @@ def _printer_column(spec: dict[str, Any]) -> Column:
 def columns_for(resource: Resource) -> list[Column]:
     if resource.custom and resource.printer_columns:
         return [_NAME, *(_printer_column(spec) for spec in resource.printer_columns)]
+    if (resource.group, resource.kind) == ("", "ResourceQuota"):
+        return _QUOTA_COLUMNS
     return [_NAME, *_BUILTIN_COLUMNS.get(resource.kind, []), _AGE]
 
 

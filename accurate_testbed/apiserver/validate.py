@@ -1,8 +1,8 @@
 """Validation the real server applies before it stores an object (answered as 422 Invalid).
 
 Covers object names by kind, labels and annotations (through libaccurate.validation, the same
-rules the product's webhooks use), the immutable fields the product runs into, and the schema of
-custom objects.
+rules the product's webhooks use), the immutable fields the product runs into, ResourceQuotas
+(``quota_validation``), and the schema of custom objects.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import re
 from typing import Any
 
 from accurate_testbed.apiserver import schema
+from accurate_testbed.apiserver.errors import GoStruct
+from accurate_testbed.apiserver.quota_validation import quota_issues, quota_update_issues
 from accurate_testbed.apiserver.resources import RBAC, Resource
 from libaccurate.validation import (
     FieldError,
@@ -27,16 +29,6 @@ _DNS1035_TEXT = (
     "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
 _IMMUTABLE_DATA = "field is immutable when `immutable` is set"
-
-
-class GoStruct:
-    """A value Go prints with %#v; field errors show it unquoted."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
 
 
 def _name_issues(resource: Resource, name: str) -> list[FieldError]:
@@ -93,6 +85,8 @@ def check_object(resource: Resource, obj: dict[str, Any]) -> list[FieldError]:
         issues += schema.check(obj, resource.schema)
     if resource.kind == "CustomResourceDefinition":
         issues += _crd_issues(obj)
+    if (resource.group, resource.kind) == ("", "ResourceQuota"):
+        issues += quota_issues(obj)
     return issues
 
 
@@ -144,4 +138,6 @@ def check_update(resource: Resource, old: dict[str, Any], new: dict[str, Any]) -
         issues += _role_ref_issue(old, new)
     if resource.group == "" and resource.kind in ("Secret", "ConfigMap"):
         issues += _immutable_data_issues(old, new)
+    if (resource.group, resource.kind) == ("", "ResourceQuota"):
+        issues += quota_update_issues(old, new)
     return issues

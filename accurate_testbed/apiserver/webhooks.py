@@ -39,7 +39,13 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from accurate_testbed.apiserver.errors import ApiError, forbidden, invalid, not_found
+from accurate_testbed.apiserver.errors import (
+    ApiError,
+    forbidden,
+    internal_error,
+    invalid,
+    not_found,
+)
 from accurate_testbed.apiserver.patching import PatchError, json_patch
 from libaccurate.validation import FieldError, validate_dns1123_subdomain
 
@@ -672,12 +678,7 @@ def _patch_operations(
 
 def _internal_error(message: str) -> AdmissionDenied:
     """apierrors.NewInternalError: what a webhook failing closed turns the request into."""
-    return AdmissionDenied(
-        500,
-        "InternalError",
-        f"Internal error occurred: {message}",
-        {"causes": [{"message": message}]},
-    )
+    return AdmissionDenied.from_status(internal_error(message).status)
 
 
 def _rejection(webhook_name: str, result: Mapping[str, Any] | None) -> dict[str, Any]:

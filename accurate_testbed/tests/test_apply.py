@@ -95,3 +95,38 @@ def test_an_apply_creates_a_missing_object_whatever_resource_version_it_carries(
         kube.apply(path, namespace_config(name, labels={"x": "y"}, resourceVersion=version), "me")
     assert taken.value.conflict
     assert "x" not in kube.get(path)["metadata"]["labels"]
+
+
+def test_ownership_moved_into_the_appliers_entry_lets_its_next_apply_remove_the_key(
+    kube: Kube, cluster: Cluster
+) -> None:
+    """What the controller's takeover from the Go Accurate's old update entries relies on: a
+    merge patch of managedFields alone replaces them as sent, at its resourceVersion, adds no
+    entry for the patcher and changes nothing else; the applier then owns the key alone."""
+    name = cluster.unique("moved")
+    path = resource_path("", "v1", "namespaces", name=name)
+    body = namespace_config(name, labels=cluster.own({"team": "a"}))
+    created = kube.create(resource_path("", "v1", "namespaces"), body, fieldManager="updater")
+    applied = kube.apply(path, namespace_config(name, labels={"team": "a"}), "applier")
+    assert "team" in owned_labels(applied, "updater")
+    entries = applied["metadata"]["managedFields"]
+    updater = next(e for e in entries if e["manager"] == "updater")
+    del updater["fieldsV1"]["f:metadata"]["f:labels"]["f:team"]
+    version = applied["metadata"]["resourceVersion"]
+
+    with pytest.raises(ApiError) as stale:
+        stale_version = created["metadata"]["resourceVersion"]
+        patch = {"metadata": {"resourceVersion": stale_version, "managedFields": entries}}
+        kube.patch(path, patch, fieldManager="mover")
+    assert stale.value.conflict
+
+    moved = kube.patch(
+        path,
+        {"metadata": {"resourceVersion": version, "managedFields": entries}},
+        fieldManager="mover",
+    )
+    assert moved["metadata"]["labels"] == applied["metadata"]["labels"]
+    assert "mover" not in {e["manager"] for e in moved["metadata"]["managedFields"]}
+    assert "team" not in owned_labels(moved, "updater")
+    removed = kube.apply(path, namespace_config(name, labels={}), "applier")
+    assert "team" not in removed["metadata"]["labels"]

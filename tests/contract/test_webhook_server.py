@@ -35,6 +35,7 @@ from controller.webhook import (
     MUTATE_SUBNAMESPACE_PATH,
     PATHS,
     VALIDATE_NAMESPACE_PATH,
+    VALIDATE_QUOTA_STATUS_PATH,
     VALIDATE_SUBNAMESPACE_PATH,
     WebhookServer,
 )
@@ -55,6 +56,7 @@ NAMESPACE_KIND = {"group": "", "version": "v1", "kind": "Namespace"}
 SUBNAMESPACE_KIND = {"group": "accurate.cybozu.com", "version": "v2", "kind": "SubNamespace"}
 # What kube-apiserver sends to the v1 paths of an older install (their rules name v1).
 V1_SUBNAMESPACE_KIND = {**SUBNAMESPACE_KIND, "version": "v1"}
+QUOTA_KIND = {"group": "", "version": "v1", "kind": "ResourceQuota"}
 
 
 class FixedForest:
@@ -696,6 +698,11 @@ def _path_cases(cluster: Cluster) -> dict[str, tuple[dict[str, Any], Any]]:
             conversion,
             lambda answer: answer["response"]["convertedObjects"][0]["status"]["conditions"],
         ),
+        # Without the HRQ CRD there is nothing to enforce; the other handlers refuse the kind.
+        VALIDATE_QUOTA_STATUS_PATH: (
+            admission_review(QUOTA_KIND, "UPDATE", subnamespace("q", plain), subnamespace("q")),
+            lambda answer: answer["response"]["allowed"] is True,
+        ),
     }
 
 
@@ -830,6 +837,7 @@ KINDS = {
     VALIDATE_NAMESPACE_PATH: NAMESPACE_KIND,
     MUTATE_SUBNAMESPACE_PATH: SUBNAMESPACE_KIND,
     VALIDATE_SUBNAMESPACE_PATH: V1_SUBNAMESPACE_KIND,
+    VALIDATE_QUOTA_STATUS_PATH: QUOTA_KIND,
 }
 OPERATIONS = st.sampled_from(["CREATE", "UPDATE", "DELETE"])
 # One server serves every example: it keeps no state between requests.

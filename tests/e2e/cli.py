@@ -32,6 +32,7 @@ from libaccurate.constants import (
     LABEL_PARENT,
     LABEL_TEMPLATE,
     LABEL_TYPE,
+    PROPAGATE_UPDATE,
     TYPE_ROOT,
     TYPE_TEMPLATE,
 )
@@ -161,12 +162,38 @@ class World:
         return found
 
 
+TENANT_GRANT = "tenant-admin"
+
+
+def tenant_grant(root: str, user: str) -> dict[str, Any]:
+    """The RoleBinding that makes ``user`` a tenant: ``admin`` in ``root``, annotated to be
+    copied into every namespace below it."""
+    rbac = "rbac.authorization.k8s.io"
+    return {
+        "apiVersion": f"{rbac}/v1",
+        "kind": "RoleBinding",
+        "metadata": {
+            "name": TENANT_GRANT,
+            "namespace": root,
+            "annotations": {ANNOTATION_PROPAGATE: PROPAGATE_UPDATE},
+        },
+        "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "admin"},
+        "subjects": [{"apiGroup": rbac, "kind": "User", "name": user}],
+    }
+
+
 def install_subnamespace_roles(cluster: Cluster, kube: Kube) -> None:
     """The SubNamespace roles Accurate ships, aggregated into ``admin``, ``edit`` and ``view``,
     unless the cluster has them already; removed after the test if installed here."""
-    path = resource_path("rbac.authorization.k8s.io", "v1", "clusterroles")
     text = (MANIFESTS / "rbac" / "subnamespace_roles.yaml").read_text()
-    for role in yaml.safe_load_all(text):
+    install_cluster_roles(cluster, kube, list(yaml.safe_load_all(text)))
+
+
+def install_cluster_roles(cluster: Cluster, kube: Kube, roles: list[dict[str, Any]]) -> None:
+    """The ClusterRoles ``roles``, each unless the cluster has it already; those installed
+    here are removed after the test."""
+    path = resource_path("rbac.authorization.k8s.io", "v1", "clusterroles")
+    for role in roles:
         name = role["metadata"]["name"]
         try:
             kube.get(f"{path}/{name}")

@@ -27,7 +27,6 @@ from libaccurate import subnamespaces
 from libaccurate.config import NamingPolicy
 from libaccurate.constants import (
     ANNOTATION_FROM,
-    ANNOTATION_PROPAGATE,
     LABEL_PARENT,
     LABEL_TEMPLATE,
     LABEL_TYPE,
@@ -36,6 +35,7 @@ from libaccurate.constants import (
 )
 from libaccurate.network.kube import resource_path
 from tests.e2e.cli import (
+    TENANT_GRANT,
     failed,
     field,
     install_subnamespace_roles,
@@ -43,13 +43,14 @@ from tests.e2e.cli import (
     resource_rows,
     run_plugin,
     succeeded,
+    tenant_grant,
 )
 from tests.e2e.controller import Controllers, Scene
 from tests.e2e.webhooks import Webhooks
 
 RBAC = "rbac.authorization.k8s.io"
 CONFIG = {"watches": [{"group": RBAC, "version": "v1", "kind": "RoleBinding"}]}
-GRANT = "tenant-admin"
+GRANT = TENANT_GRANT
 NOTE = LIMITED_NOTE + "\n"
 LEGEND = "[r] root  [s] sub-namespace made by a SubNamespace"
 # What each reading command's partial view says it leaves out.
@@ -96,18 +97,7 @@ def tenant(
     root = scene.root("team")
     start_webhooks(naming_policies=[NamingPolicy(root=f"^{root}$", match="^ok-")])
     controllers.start(CONFIG)
-    grant = {
-        "apiVersion": f"{RBAC}/v1",
-        "kind": "RoleBinding",
-        "metadata": {
-            "name": GRANT,
-            "namespace": root,
-            "annotations": {ANNOTATION_PROPAGATE: PROPAGATE_UPDATE},
-        },
-        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "admin"},
-        "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user}],
-    }
-    scene.apply(grant)
+    scene.apply(tenant_grant(root, user))
     child = scene.subnamespace(root, "ok-web")
     scene.settle(root, child)
     scene.wait(lambda: _copied(scene, child), "the tenant's RoleBinding copied to the child")

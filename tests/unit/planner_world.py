@@ -35,6 +35,7 @@ from libaccurate.closing import close
 from libaccurate.config import Config, GroupVersionKind
 from libaccurate.constants import FIELD_MANAGER, FINALIZER
 from libaccurate.lifecycle import OWNED_CONDITIONS
+from libaccurate.ownership import OwnedKeys, upgraded_managed_fields
 from libaccurate.planner import Finding, Plan, Snapshot, plan
 
 Obj = dict[str, Any]
@@ -79,15 +80,23 @@ class World:
         annotations: Mapping[str, str] | None = None,
         *,
         applied: Mapping[str, str] | None = None,
+        by_go: Mapping[str, str] | None = None,
         terminating: bool = False,
     ) -> Obj:
-        """A namespace; ``applied`` are labels the controller owns by an earlier apply."""
+        """A namespace; ``applied`` are labels the controller owns by an earlier apply,
+        ``by_go`` labels a Go Accurate older than v1.4 wrote by update."""
         meta: Obj = {"name": name, "uid": f"uid-ns-{name}", "labels": dict(labels or {})}
         if annotations:
             meta["annotations"] = dict(annotations)
+        entries = []
         if applied:
             meta["labels"].update(applied)
-            meta["managedFields"] = [_apply_entry(set(applied), set())]
+            entries.append(_apply_entry(set(applied), set()))
+        if by_go:
+            meta["labels"].update(by_go)
+            entries.append(_entry(FIELD_MANAGER, "Update", set(by_go), set()))
+        if entries:
+            meta["managedFields"] = entries
         if terminating:
             meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
         ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
@@ -194,7 +203,10 @@ class World:
         if isinstance(action, CreateNamespace):
             self._create_namespace(action)
         elif isinstance(action, ApplyNamespaceMetadata):
-            self._apply_metadata(self._namespace(action.name), action.labels, action.annotations)
+            ns = self._namespace(action.name)
+            if action.takeover:
+                self._take_over(ns, action.takeover)
+            self._apply_metadata(ns, action.labels, action.annotations)
         elif isinstance(action, DeleteNamespace):
             self._delete_namespace(action)
         elif isinstance(action, (AddFinalizer, RemoveFinalizer)):
@@ -226,6 +238,13 @@ class World:
             raise ApiError("Conflict")
         ns = self.add_namespace(action.name, {}, {})
         self._apply_metadata(ns, action.labels, action.annotations)
+
+    def _take_over(self, ns: Obj, keys: OwnedKeys) -> None:
+        """The controller's write of ``managedFields`` alone, as the writer sends it."""
+        entries = upgraded_managed_fields(ns["metadata"].get("managedFields") or (), keys)
+        if entries is not None:
+            ns["metadata"]["managedFields"] = entries
+            self._stamp(ns)
 
     def _apply_metadata(
         self, ns: Obj, labels: Mapping[str, str], annotations: Mapping[str, str]

@@ -18,6 +18,7 @@ from libaccurate.inheritance import (
     needs_write,
     owned_keys,
 )
+from libaccurate.ownership import OwnedKeys
 
 CONFIG = Config(
     label_keys=("team", "foo.bar/baz", "*.glob/*", "*/*"),
@@ -223,3 +224,52 @@ def test_only_the_labels_parent_and_created_by_may_stay_unowned():
     assert needs_write(
         ns("s", annotations={LABEL_PARENT: "root"}), Metadata({}, {LABEL_PARENT: "root"})
     )
+
+
+# Keys a Go Accurate older than v1.4 wrote by update (libaccurate/ownership.py).
+
+
+def by_go(labels=(), annotations=()):
+    return applied(labels, annotations, operation="Update")
+
+
+def test_keys_the_go_controller_wrote_by_update_are_taken_over_once():
+    child = ns(
+        "child",
+        {LABEL_PARENT: "root", LABEL_CREATED_BY: "accurate", "team": "a", "hand": "x"},
+        {"memo": "m"},
+        managed=[by_go([LABEL_PARENT, LABEL_CREATED_BY, "team", "hand"], ["memo"])],
+    )
+    root = ns("root", {LABEL_TYPE: "root", "team": "a"}, {"memo": "m"})
+    wanted = desired(root, child)["child"]
+    # Only what the patterns keep; "hand" matches none, parent and created-by are never removed.
+    assert wanted.takeover == OwnedKeys(frozenset({"team"}), frozenset({"memo"}))
+    assert needs_write(child, wanted)
+    after = ns(
+        "child",
+        {LABEL_PARENT: "root", LABEL_CREATED_BY: "accurate", "team": "a"},
+        {"memo": "m"},
+        managed=[applied(["team"], ["memo"]), by_go([LABEL_PARENT, LABEL_CREATED_BY, "hand"])],
+    )
+    assert desired(root, after)["child"].takeover is None
+    assert not needs_write(after, desired(root, after)["child"])
+
+
+def test_a_key_the_go_controller_wrote_goes_down_the_tree_when_the_root_lost_it():
+    root = ns("root", {LABEL_TYPE: "root"})
+    child = ns("child", {LABEL_PARENT: "root", "team": "a"}, managed=[by_go(["team"])])
+    grandchild = ns("grandchild", {LABEL_PARENT: "child", "team": "a"}, managed=[by_go(["team"])])
+    result = desired(root, child, grandchild)
+    for name in ("child", "grandchild"):
+        assert "team" not in result[name].labels
+        assert result[name].takeover == OwnedKeys(frozenset({"team"}))
+    assert "team" not in labels_after(child, result["child"])
+
+
+def test_spec_keys_are_taken_over_on_sub_namespaces_only():
+    spec_labels = {LABEL_PARENT: "root", "env": "dev"}
+    sub = ns("sub", spec_labels, managed=[by_go(["env"])])
+    assert desired(ROOT, sub)["sub"].takeover == OwnedKeys(frozenset({"env"}))
+    instance = ns("instance", {LABEL_TEMPLATE: "root", "env": "dev"}, managed=[by_go(["env"])])
+    template = ns("root", {LABEL_TYPE: "template"})
+    assert desired(template, instance)["instance"].takeover is None

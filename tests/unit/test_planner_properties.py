@@ -33,6 +33,7 @@ from libaccurate.constants import (
     PROPAGATE_UPDATE,
 )
 from libaccurate.forest import Forest
+from libaccurate.ownership import owned_keys, updated_by_go_controller
 from libaccurate.planner import Plan, Snapshot, about, affected, plan
 from tests.unit.planner_world import ROLE, SECRET, World, settle
 
@@ -68,8 +69,15 @@ def namespaces(draw, world: World) -> list[str]:
             labels["team"] = draw(VALUES)
         applied = {"team": draw(VALUES)} if draw(st.booleans()) else None
         memo = {"memo": draw(VALUES)} if draw(st.booleans()) else None
+        # Written by a Go Accurate older than v1.4, by update.
+        by_go = {key: draw(VALUES) for key in draw(st.sets(st.sampled_from(["team", "env"])))}
         world.add_namespace(
-            name, labels, memo, applied=applied, terminating=draw(st.integers(0, 9)) == 0
+            name,
+            labels,
+            memo,
+            applied=applied,
+            by_go=by_go,
+            terminating=draw(st.integers(0, 9)) == 0,
         )
     return names
 
@@ -171,6 +179,24 @@ def test_applying_a_plan_reaches_a_fixpoint_in_one_pass(world):
     world.apply(second)
     assert world.failures == []
     assert plan(world.snapshot()).changes() == ()
+
+
+@PROPERTY_SETTINGS
+@given(worlds())
+def test_no_key_the_controller_keeps_stays_with_the_go_controllers_update_entries(world):
+    """Once settled, a namespace that inherits holds no inherited key through an entry of a Go
+    Accurate older than v1.4, so the key goes when its source loses it."""
+    settle(world)
+    forest = Forest.build(world.namespaces.values())
+    for name, namespace in world.namespaces.items():
+        node = forest.nodes[name]
+        if node.source is None or node.terminating or forest.problem(name) is not None:
+            continue
+        held = owned_keys(
+            namespace["metadata"].get("managedFields") or (), updated_by_go_controller
+        )
+        kept = {"team", "env"} if node.parent is not None else {"team"}
+        assert not held.labels & kept, name
 
 
 @PROPERTY_SETTINGS

@@ -1,0 +1,173 @@
+"""The quota keeper: the ResourceQuotas hierarchical quotas need, and the HRQs' statuses.
+
+For every HierarchicalResourceQuota and every namespace of its subtree there must be the
+ResourceQuota that makes kube-apiserver count what the HRQ limits there (libaccurate.quota);
+the keeper creates the missing ones, rewrites those whose spec drifted, deletes those of a
+namespace that left the subtree or of an HRQ that is gone, and writes each HRQ's status (the
+sums over its subtree, and conditions), with a Warning Event when an HRQ goes over its limit.
+
+It runs in the reconcile loop's passes, like the sudoer keeper, from the cache's picture:
+every pass computes everything afresh from the forest and the ResourceQuotas' statuses, so a
+restart, a relist or a pass cut short leaves nothing to drift, and a pass where the picture
+matches sends nothing. A write that fails is logged and tried again in the next pass; a
+conflict means the picture is stale, and the next pass has a fresher one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from controller.cache import HRQ_QUOTAS, HRQS, Cache
+from controller.events import Recorder
+from controller.selfcheck import Permission
+from libaccurate import quota
+from libaccurate.actions import ObjectRef
+from libaccurate.forest import Forest
+from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
+
+Obj = Mapping[str, Any]
+# What the keeper does (controller.selfcheck checks them at startup when the CRD is there).
+PERMISSIONS = (
+    Permission(quota.GROUP, quota.PLURAL, ("list", "watch")),
+    Permission(quota.GROUP, f"{quota.PLURAL}/status", ("patch",)),
+    Permission("", "resourcequotas", ("list", "watch", "create", "update", "delete")),
+)
+
+log = logging.getLogger(__name__)
+
+
+def _quota_path(namespace: str, name: str | None = None) -> str:
+    return resource_path("", "v1", "resourcequotas", namespace, name)
+
+
+def _hrq_path(namespace: str, name: str) -> str:
+    return resource_path(quota.GROUP, quota.VERSION, quota.PLURAL, namespace, name)
+
+
+class Quotas:
+    """Keeps the HRQs' ResourceQuotas and statuses; call ``keep`` every pass."""
+
+    def __init__(self, kube: Kube, cache: Cache, recorder: Recorder | None = None) -> None:
+        self.kube = kube
+        self.cache = cache
+        self.recorder = recorder
+        self._problems: Mapping[quota.QuotaKey, str] = {}
+
+    def keep(self, forest: Forest) -> None:
+        try:
+            planned = quota.plan_quotas(
+                forest, self.cache.items(HRQS), self.cache.items(HRQ_QUOTAS)
+            )
+            self._report(planned.problems)
+            for obj in planned.create:
+                self._write("create", obj, lambda o: self.kube.create(_quota_path(_ns(o)), o))
+            for obj in planned.replace:
+                self._write("update", obj, lambda o: self.kube.replace(_path_of(o), o))
+            for namespace, name, uid in planned.delete:
+                self._delete(namespace, name, uid)
+            for hrq, status in planned.statuses:
+                self._write_status(hrq, status)
+        except Exception:
+            # A bug here must not hold up propagation, which runs in the same pass.
+            log.exception("hierarchical quotas not kept")
+
+    def _report(self, problems: Mapping[quota.QuotaKey, str]) -> None:
+        """Say once when an HRQ cannot be enforced, and when it can again."""
+        for key, problem in problems.items():
+            if self._problems.get(key) != problem:
+                log.warning("hierarchical quota not enforced", extra={"problem": problem})
+        self._problems = dict(problems)
+
+    def _write(self, verb: str, obj: Obj, send: Any) -> None:
+        try:
+            send(obj)
+        except ApiError as error:
+            if error.already_exists or error.conflict or error.namespace_terminating:
+                return
+            if error.not_found and verb == "create":
+                return
+            _failed(verb, obj, error)
+            return
+        except KubeError as error:
+            _failed(verb, obj, error)
+            return
+        log.info(f"quota {verb}d", extra=_about(obj))
+
+    def _delete(self, namespace: str, name: str, uid: str | None) -> None:
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+        obj = {"metadata": {"namespace": namespace, "name": name}}
+        try:
+            self.kube.delete(_quota_path(namespace, name), body)
+        except ApiError as error:
+            if not (error.not_found or error.conflict):
+                _failed("delete", obj, error)
+            return
+        except KubeError as error:
+            _failed("delete", obj, error)
+            return
+        log.info("quota deleted", extra=_about(obj))
+
+    def _write_status(self, hrq: Obj, status: quota.HrqStatus) -> None:
+        """Patch the status the keeper owns, keeping each condition's transition time while its
+        status stays, and record an Event when the HRQ goes over its limit."""
+        metadata = hrq.get("metadata") or {}
+        current = (hrq.get("status") or {}).get("conditions") or []
+        before = {c.get("type"): c for c in current}
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        conditions = [c for c in current if c.get("type") not in quota.OWNED_CONDITIONS]
+        for condition in status.conditions:
+            old = before.get(condition.type) or {}
+            kept = old.get("lastTransitionTime") if old.get("status") == condition.status else None
+            conditions.append(
+                {
+                    "type": condition.type,
+                    "status": condition.status,
+                    "lastTransitionTime": kept or now,
+                    "reason": condition.reason,
+                    "message": condition.message,
+                }
+            )
+        body = {"status": {**status.body(), "conditions": conditions}}
+        path = _hrq_path(metadata.get("namespace", ""), metadata.get("name", ""))
+        try:
+            self.kube.patch(f"{path}/status", body)
+        except ApiError as error:
+            if not error.not_found:
+                _failed("update status of", hrq, error)
+            return
+        except KubeError as error:
+            _failed("update status of", hrq, error)
+            return
+        exceeded = next((c for c in status.conditions if c.type == quota.CONDITION_EXCEEDED), None)
+        went_over = (before.get(quota.CONDITION_EXCEEDED) or {}).get("status") != "True"
+        if self.recorder is not None and exceeded and exceeded.status == "True" and went_over:
+            ref = ObjectRef(
+                quota.API_VERSION,
+                quota.KIND,
+                metadata.get("namespace", ""),
+                metadata.get("name", ""),
+                metadata.get("uid"),
+            )
+            self.recorder.record(ref, "Warning", "QuotaExceeded", exceeded.message)
+
+
+def _ns(obj: Obj) -> str:
+    return str(obj["metadata"]["namespace"])
+
+
+def _path_of(obj: Obj) -> str:
+    return _quota_path(_ns(obj), obj["metadata"]["name"])
+
+
+def _about(obj: Obj) -> dict[str, str]:
+    metadata = obj.get("metadata") or {}
+    return {"object": f"{metadata.get('namespace')}/{metadata.get('name')}"}
+
+
+def _failed(verb: str, obj: Obj, error: KubeError) -> None:
+    log.warning(
+        f"cannot {verb} a hierarchical quota object", extra={**_about(obj), "error": str(error)}
+    )

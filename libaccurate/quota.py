@@ -1,0 +1,554 @@
+"""Hierarchical resource quotas: what a whole subtree may use, as pure rules over plain dicts.
+
+A HierarchicalResourceQuota (HRQ) in namespace N limits the sum of what N and every namespace
+below it (sub-namespaces, grafted or made by a SubNamespace; not template instances) use. The
+counting is left to kube-apiserver: every namespace of N's subtree holds one ResourceQuota per
+HRQ above it (``quota_name``), with that HRQ's ``hard`` and ``scopeSelector``, so the API
+server's own quota admission counts each write and records the namespace's usage in that
+ResourceQuota's status as part of the write. The sum over the subtree of those statuses is the
+HRQ's usage; the webhook on their status updates (``review_usage``) refuses the update, and so
+the write, that would take it over ``hard``. docs/hierarchical-quotas.md has the whole model.
+
+Everything here reads the forest (libaccurate.forest), HRQ objects and those ResourceQuotas,
+and returns data: the ResourceQuotas that should exist, each HRQ's status, and verdicts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, NamedTuple, Protocol
+
+from libaccurate.actions import Condition
+from libaccurate.constants import CREATED_BY_VALUE, LABEL_CREATED_BY
+from libaccurate.forest import Forest
+from libaccurate.quantity import ZERO, Quantity, QuantityError, exceeded, parse
+
+Object = Mapping[str, Any]
+ResourceList = Mapping[str, Quantity]
+QuotaKey = tuple[str, str]
+
+GROUP = "quota.accurate.cybozu.com"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "HierarchicalResourceQuota"
+PLURAL = "hierarchicalresourcequotas"
+CRD_NAME = f"{PLURAL}.{GROUP}"
+# The object count that caps how many sub-namespaces a tree may have: SubNamespaces live in
+# the parent, so the sum over a subtree of the SubNamespaces in each namespace is the number of
+# namespaces made below it.
+COUNT_SUBNAMESPACES = "count/subnamespaces.accurate.cybozu.com"
+
+# On each ResourceQuota the controller keeps for an HRQ: the HRQ's namespace (a label, so that
+# the controller and the webhook can select exactly these) and its namespace/name.
+LABEL_HRQ_NAMESPACE = "accurate.cybozu.com/hrq-namespace"
+ANNOTATION_HRQ = "accurate.cybozu.com/hrq"
+QUOTA_PREFIX = "hrq."
+# The limit of the ResourceQuotas kept for HRQs (1P): they count, the webhook judges. Not
+# higher: kube-apiserver refuses object counts of 9.3e15 and more (their milli value overflows).
+COUNTING_ONLY = Quantity(Fraction(10**15))
+_MAX_NAME = 253
+
+CONDITION_EXCEEDED = "Exceeded"
+CONDITION_LIMITED_ABOVE = "LimitedAbove"
+CONDITION_COUNTED = "Counted"
+OWNED_CONDITIONS = (CONDITION_COUNTED, CONDITION_EXCEEDED, CONDITION_LIMITED_ABOVE)
+
+
+class QuotaError(ValueError):
+    """An HRQ whose spec cannot be enforced; the message names the HRQ and the field."""
+
+
+class Hrq(NamedTuple):
+    """One HRQ as the rules read it: where it is, what it limits, which objects it counts."""
+
+    namespace: str
+    name: str
+    hard: Mapping[str, Quantity]
+    scope_selector: Mapping[str, Any] | None = None
+
+    @property
+    def key(self) -> QuotaKey:
+        return (self.namespace, self.name)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def read_resource_list(values: Any, where: str) -> dict[str, Quantity]:
+    """A ResourceList's quantities; raises QuotaError naming the entry that is wrong."""
+    if values is None:
+        return {}
+    if not isinstance(values, Mapping):
+        raise QuotaError(f"{where} must be a map of resource names to quantities")
+    found = {}
+    for resource, text in values.items():
+        try:
+            quantity = parse(text)
+        except QuantityError as error:
+            raise QuotaError(f"{where}.{resource}: {text!r}: {error}") from None
+        if quantity.value < 0:
+            raise QuotaError(f"{where}.{resource}: {text} must be greater than or equal to 0")
+        found[str(resource)] = quantity
+    return found
+
+
+def read_hrq(obj: Object) -> Hrq:
+    """An HRQ object as the rules read it; raises QuotaError for a spec that cannot be used."""
+    metadata = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    where = f"HierarchicalResourceQuota {metadata.get('namespace')}/{metadata.get('name')}"
+    hard = read_resource_list(spec.get("hard"), f"{where}: spec.hard")
+    scope = spec.get("scopeSelector") or None
+    return Hrq(str(metadata.get("namespace") or ""), str(metadata.get("name") or ""), hard, scope)
+
+
+def read_hrqs(objects: Iterable[Object]) -> tuple[list[Hrq], dict[QuotaKey, str]]:
+    """The usable HRQs, and for the others why not (by namespace and name)."""
+    usable, problems = [], {}
+    for obj in objects:
+        try:
+            usable.append(read_hrq(obj))
+        except QuotaError as error:
+            metadata = obj.get("metadata") or {}
+            problems[(metadata.get("namespace", ""), metadata.get("name", ""))] = str(error)
+    return usable, problems
+
+
+def quota_name(hrq: QuotaKey) -> str:
+    """The name of the ResourceQuota kept for ``hrq`` in each namespace of its subtree.
+
+    ``hrq.<namespace>.<name>`` names the HRQ, so that kube-apiserver's own refusals (``must
+    specify requests.cpu``, a namespace over the limit on its own) tell a tenant which HRQ
+    they hit; namespace names hold no dots, so two HRQs never share one. A pair too long for an
+    object name gets a hash in place of the HRQ's name.
+    """
+    namespace, name = hrq
+    full = f"{QUOTA_PREFIX}{namespace}.{name}"
+    if len(full) <= _MAX_NAME:
+        return full
+    return f"{QUOTA_PREFIX}{namespace}.{hashlib.sha256(name.encode()).hexdigest()}"
+
+
+def hrq_of_quota(quota: Object) -> QuotaKey | None:
+    """Which HRQ a ResourceQuota stands for, if the controller keeps it for one."""
+    metadata = quota.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    text = (metadata.get("annotations") or {}).get(ANNOTATION_HRQ) or ""
+    namespace, _, name = text.partition("/")
+    if LABEL_HRQ_NAMESPACE not in labels or not name or labels[LABEL_HRQ_NAMESPACE] != namespace:
+        return None
+    return (namespace, name)
+
+
+def desired_quota(hrq: Hrq, namespace: str) -> dict[str, Any]:
+    """The ResourceQuota that makes kube-apiserver count, in ``namespace``, what ``hrq`` limits.
+
+    Its limits are ``COUNTING_ONLY``, never reached: kube-apiserver counts and records, and
+    every refusal for going over comes from the webhook, with the numbers of the whole tree
+    (a namespace-local ``exceeded quota`` would show what one namespace uses, not the tree).
+    """
+    hard = {r: str(max(q, COUNTING_ONLY, key=lambda x: x.value)) for r, q in hrq.hard.items()}
+    spec: dict[str, Any] = {"hard": dict(sorted(hard.items()))}
+    if hrq.scope_selector:
+        spec["scopeSelector"] = hrq.scope_selector
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {
+            "name": quota_name(hrq.key),
+            "namespace": namespace,
+            "labels": {LABEL_CREATED_BY: CREATED_BY_VALUE, LABEL_HRQ_NAMESPACE: hrq.namespace},
+            "annotations": {ANNOTATION_HRQ: hrq.ref},
+        },
+        "spec": spec,
+    }
+
+
+def subtree(forest: Forest, hrq: Hrq) -> tuple[str, ...]:
+    """The namespaces ``hrq`` limits: its own and every sub-namespace below it."""
+    if hrq.namespace not in forest:
+        return ()
+    return forest.subtree(hrq.namespace)
+
+
+def covering(forest: Forest, hrqs: Iterable[Hrq], namespace: str) -> list[Hrq]:
+    """The HRQs that limit what ``namespace`` uses: its own and those of its ancestors,
+    nearest first."""
+    chain = (namespace, *forest.ancestors(namespace))
+    by_namespace: dict[str, list[Hrq]] = {}
+    for hrq in hrqs:
+        by_namespace.setdefault(hrq.namespace, []).append(hrq)
+    return [hrq for name in chain for hrq in sorted(by_namespace.get(name, ()))]
+
+
+class Usage(Protocol):
+    """What each ResourceQuota counts, by (namespace, name): a dict, or the webhook's ledger."""
+
+    def get(self, key: QuotaKey, /) -> ResourceList | None: ...
+
+
+def usage_of(quotas: Iterable[Object]) -> dict[QuotaKey, dict[str, Quantity]]:
+    """What each ResourceQuota's status says is used, by (namespace, name); an entry that
+    cannot be read counts as nothing (kube-apiserver writes only valid quantities)."""
+    found: dict[QuotaKey, dict[str, Quantity]] = {}
+    for quota in quotas:
+        metadata = quota.get("metadata") or {}
+        used = (quota.get("status") or {}).get("used") or {}
+        values = {}
+        for resource, text in used.items():
+            try:
+                values[resource] = parse(text)
+            except QuantityError:
+                continue
+        found[(metadata.get("namespace", ""), metadata.get("name", ""))] = values
+    return found
+
+
+def namespace_used(usage: Usage, hrq: Hrq, namespace: str) -> ResourceList:
+    """What ``namespace`` uses of what ``hrq`` limits, as its ResourceQuota for it says."""
+    return usage.get((namespace, quota_name(hrq.key))) or {}
+
+
+def tree_used(
+    forest: Forest, hrq: Hrq, usage: Usage, without: str | None = None
+) -> dict[str, Quantity]:
+    """The sum over ``hrq``'s subtree (leaving out ``without``) of each resource it limits."""
+    sums = {resource: Quantity(ZERO.value, q.format) for resource, q in hrq.hard.items()}
+    for namespace in subtree(forest, hrq):
+        if namespace == without:
+            continue
+        used = namespace_used(usage, hrq, namespace)
+        for resource in sums:
+            if resource in used:
+                sums[resource] = sums[resource] + used[resource]
+    return sums
+
+
+def _pairs(values: ResourceList, resources: Sequence[str]) -> str:
+    return ",".join(f"{r}={values.get(r, ZERO)!s}" for r in resources)
+
+
+def review_usage(
+    forest: Forest,
+    hrqs: Sequence[Hrq],
+    usage: Usage,
+    namespace: str,
+    hrq: Hrq,
+    before: ResourceList,
+    after: ResourceList,
+) -> str | None:
+    """Whether ``namespace``'s usage counted for ``hrq`` may go from ``before`` to ``after``
+    (an update of the status of its ResourceQuota for ``hrq``); the denial.
+
+    The growth is the write's charge. It is judged against ``hrq`` and also against every
+    other HRQ above the namespace that counts the same objects (no scope, or the same scope) and
+    limits the same resources, nearest first: kube-apiserver updates a namespace's
+    ResourceQuotas one by one and keeps those that passed when a later one is refused, so
+    refusing the first update already is what keeps the others from counting a write that
+    never happened. Whether the other HRQ's ResourceQuota in this namespace already shows this
+    very write cannot be told, but it counts at least what ``hrq``'s does (the same objects, or
+    more), so the namespace counts at the larger of what it shows and ``after``. Only growth is
+    judged: freeing never fails, and a namespace whose use did not change may record it even
+    while a lowered HRQ is exceeded.
+    """
+    grown = {
+        r: after.get(r, ZERO) - before.get(r, ZERO)
+        for r in after.keys() | before.keys()
+        if after.get(r, ZERO).value > before.get(r, ZERO).value
+    }
+    if not grown:
+        return None
+    for other in covering(forest, hrqs, namespace):
+        if other != hrq and other.scope_selector and other.scope_selector != hrq.scope_selector:
+            continue
+        shown = before if other == hrq else namespace_used(usage, other, namespace)
+        rest = tree_used(forest, other, usage, without=namespace)
+        total = {
+            r: rest[r] + max(shown.get(r, ZERO), after.get(r, ZERO), key=lambda q: q.value)
+            for r in rest
+        }
+        beyond = [
+            r for r, limit in hard_items(other) if r in grown and total[r].value > limit.value
+        ]
+        if beyond:
+            used = {r: total[r] - grown[r] for r in beyond}
+            return exceeded_message(other, grown, used, beyond)
+    return None
+
+
+def hard_items(hrq: Hrq) -> list[tuple[str, Quantity]]:
+    return sorted(hrq.hard.items())
+
+
+def exceeded_message(
+    hrq: Hrq, requested: ResourceList, used: ResourceList, resources: Sequence[str]
+) -> str:
+    """The refusal a tenant reads, worded as ResourceQuota's own ``exceeded quota`` one."""
+    return (
+        f"exceeded hierarchical quota: {hrq.ref} (namespace {hrq.namespace} and every namespace "
+        f"below it), requested: {_pairs(requested, resources)}, used: {_pairs(used, resources)}, "
+        f"limited: {_pairs(hrq.hard, resources)}"
+    )
+
+
+def review_move(
+    forest: Forest, hrqs: Sequence[Hrq], usage: Usage, name: str, parent: str | None
+) -> str | None:
+    """Whether namespace ``name`` (with its subtree) may get ``parent``; the denial.
+
+    Every HRQ above the new parent that does not already cover ``name`` gets the moved
+    subtree's use on top of its own. What the subtree uses of a resource is read from the
+    ResourceQuotas already in it that count the same objects (kept for another HRQ with the
+    same scope, or unscoped); a resource nothing counts there yet is taken as unused, and the
+    HRQ's status reports the excess once the controller has counted it
+    (docs/hierarchical-quotas.md, Moves).
+    """
+    if parent is None or parent not in forest:
+        return None
+    moved = forest.subtree(name) if name in forest else (name,)
+    for hrq in covering(forest, hrqs, parent):
+        if name in subtree(forest, hrq):
+            continue
+        tree = tree_used(forest, hrq, usage)
+        extra = _known_use(forest, hrqs, usage, moved, hrq)
+        beyond = [
+            r
+            for r, limit in hard_items(hrq)
+            if extra.get(r, ZERO).value > 0 and tree[r].value + extra[r].value > limit.value
+        ]
+        if beyond:
+            message = exceeded_message(hrq, extra, tree, beyond)
+            return f"namespace {name} cannot move under {parent}: {message}"
+    return None
+
+
+def _known_use(
+    forest: Forest, hrqs: Sequence[Hrq], usage: Usage, namespaces: Sequence[str], hrq: Hrq
+) -> dict[str, Quantity]:
+    """What ``namespaces`` use of ``hrq``'s resources, as far as ResourceQuotas kept there for
+    HRQs counting the same objects say."""
+    counting = [
+        other
+        for other in hrqs
+        if other.scope_selector == hrq.scope_selector or not other.scope_selector
+    ]
+    found: dict[str, Quantity] = {}
+    for namespace in namespaces:
+        for resource in hrq.hard:
+            values = [
+                used[resource]
+                for other in counting
+                if resource in (used := namespace_used(usage, other, namespace))
+            ]
+            if values:
+                best = max(values, key=lambda q: q.value)
+                found[resource] = found[resource] + best if resource in found else best
+    return found
+
+
+@dataclass(frozen=True)
+class HrqStatus:
+    """The status the controller keeps on an HRQ (conditions without transition times)."""
+
+    hard: Mapping[str, str]
+    used: Mapping[str, str]
+    summary: str
+    conditions: tuple[Condition, ...]
+
+    def body(self) -> dict[str, Any]:
+        """The status as JSON, conditions left for the writer to date."""
+        return {"hard": dict(self.hard), "used": dict(self.used), "summary": self.summary}
+
+
+def binding_above(forest: Forest, hrqs: Sequence[Hrq], hrq: Hrq) -> list[tuple[Hrq, str]]:
+    """The HRQs above ``hrq`` (or beside it, in its namespace) that allow less of one of its
+    resources over a subtree that holds all of ``hrq``'s, with that resource: those bind it.
+
+    One binds only if it counts at least the same objects (no scope, or the same scope)."""
+    found = []
+    for other in covering(forest, hrqs, hrq.namespace):
+        if other == hrq or (other.scope_selector and other.scope_selector != hrq.scope_selector):
+            continue
+        for resource, limit in hard_items(hrq):
+            if resource in other.hard and other.hard[resource].value < limit.value:
+                found.append((other, resource))
+    return found
+
+
+def hrq_status(
+    forest: Forest, hrqs: Sequence[Hrq], hrq: Hrq, usage: Usage, uncounted: Sequence[str]
+) -> HrqStatus:
+    """What ``hrq``'s status should say: the sums over its subtree and what limits it.
+
+    ``uncounted`` are the namespaces of the subtree whose ResourceQuota for it does not exist
+    or has no status yet: until kube-apiserver counted them, the sums may be low, and the
+    ``Counted`` condition says so.
+    """
+    used = tree_used(forest, hrq, usage)
+    resources = [r for r, _ in hard_items(hrq)]
+    hard = {r: str(q) for r, q in hard_items(hrq)}
+    shown = {r: str(used[r]) for r in resources}
+    summary = ", ".join(f"{r}: {shown[r]}/{hard[r]}" for r in resources)
+    excess = exceeded(used, hrq.hard)
+    conditions = [_counted(uncounted), _exceeded(hrq, used, excess)]
+    above = binding_above(forest, hrqs, hrq)
+    if above:
+        parts = [
+            f"{other.ref} allows {resource}={other.hard[resource]!s}" for other, resource in above
+        ]
+        message = "a tighter quota applies: " + "; ".join(parts)
+        conditions.append(Condition(CONDITION_LIMITED_ABOVE, "True", "TighterQuota", message))
+    else:
+        message = "no quota above allows less"
+        conditions.append(Condition(CONDITION_LIMITED_ABOVE, "False", "NoTighterQuota", message))
+    return HrqStatus(hard, shown, summary, tuple(conditions))
+
+
+def invalid_status(problem: str) -> HrqStatus:
+    """The status of an HRQ whose spec cannot be enforced: nothing counted, and why."""
+    condition = Condition(CONDITION_COUNTED, "False", "InvalidSpec", f"not enforced: {problem}")
+    return HrqStatus({}, {}, "invalid spec", (condition,))
+
+
+def _counted(uncounted: Sequence[str]) -> Condition:
+    if not uncounted:
+        return Condition(CONDITION_COUNTED, "True", "Counted", "every namespace is counted")
+    names = ", ".join(sorted(uncounted)[:10]) + (", ..." if len(uncounted) > 10 else "")
+    message = f"usage not counted yet in {len(uncounted)} namespace(s): {names}"
+    return Condition(CONDITION_COUNTED, "False", "Counting", message)
+
+
+def _exceeded(hrq: Hrq, used: ResourceList, excess: Sequence[str]) -> Condition:
+    if not excess:
+        return Condition(CONDITION_EXCEEDED, "False", "WithinLimits", "usage is within hard")
+    pairs = ", ".join(f"{r} used {used[r]!s} of {hrq.hard[r]!s}" for r in excess)
+    message = f"over the limit (new use is refused, nothing running is removed): {pairs}"
+    return Condition(CONDITION_EXCEEDED, "True", "OverLimit", message)
+
+
+def status_differs(obj: Object, status: HrqStatus) -> bool:
+    """Whether the HRQ's current status differs from ``status`` in what the controller owns."""
+    current = obj.get("status") or {}
+    body = status.body()
+    if any(current.get(key) != value for key, value in body.items()):
+        return True
+    found = {
+        c.get("type"): (c.get("status"), c.get("reason"), c.get("message"))
+        for c in current.get("conditions") or ()
+        if c.get("type") in OWNED_CONDITIONS
+    }
+    return found != {c.type: (c.status, c.reason, c.message) for c in status.conditions}
+
+
+@dataclass(frozen=True)
+class QuotaPlan:
+    """What the controller must write to make the cluster's quota objects match the HRQs.
+
+    ``create`` and ``replace`` hold ResourceQuotas (``replace`` with the current
+    resourceVersion in the object); ``delete`` holds (namespace, name, uid) of ResourceQuotas
+    kept for HRQs, or for namespaces, that are gone; ``statuses`` the HRQs whose status
+    differs, with the status they should have; ``problems`` the HRQs that cannot be used.
+    """
+
+    create: tuple[dict[str, Any], ...] = ()
+    replace: tuple[dict[str, Any], ...] = ()
+    delete: tuple[tuple[str, str, str | None], ...] = ()
+    statuses: tuple[tuple[Object, HrqStatus], ...] = ()
+    problems: Mapping[QuotaKey, str] = field(default_factory=dict)
+
+
+def desired_quotas(forest: Forest, hrqs: Iterable[Hrq]) -> dict[QuotaKey, dict[str, Any]]:
+    """Every ResourceQuota the HRQs need, by namespace and name."""
+    wanted = {}
+    for hrq in hrqs:
+        for namespace in subtree(forest, hrq):
+            wanted[(namespace, quota_name(hrq.key))] = desired_quota(hrq, namespace)
+    return wanted
+
+
+def plan_quotas(
+    forest: Forest, hrq_objects: Sequence[Object], quotas: Sequence[Object]
+) -> QuotaPlan:
+    """The writes that settle the HRQs' ResourceQuotas and statuses.
+
+    ``quotas`` are the ResourceQuotas the controller keeps (those with its HRQ label); one of
+    the right name without that label is someone else's and is left alone. A namespace being
+    deleted gets no new ResourceQuota, but what it still uses counts until it is gone.
+    """
+    hrqs, problems = read_hrqs(hrq_objects)
+    wanted = desired_quotas(forest, hrqs)
+    held = {
+        (q["metadata"]["namespace"], q["metadata"]["name"]): q
+        for q in quotas
+        if hrq_of_quota(q) is not None
+    }
+    create, replace = [], []
+    for key, quota in sorted(wanted.items()):
+        current = held.get(key)
+        node = forest.get(key[0])
+        if current is None:
+            if node is not None and not node.terminating:
+                create.append(quota)
+        elif _differs(current, quota):
+            version = (current.get("metadata") or {}).get("resourceVersion")
+            metadata = {**quota["metadata"], "resourceVersion": version}
+            replace.append({**quota, "metadata": metadata})
+    delete = tuple(
+        (key[0], key[1], (held[key].get("metadata") or {}).get("uid"))
+        for key in sorted(held.keys() - wanted.keys())
+    )
+    usage = usage_of(q for key, q in held.items() if key in wanted)
+    counted = {key for key, q in held.items() if "used" in (q.get("status") or {})}
+    statuses = []
+    by_key = {_key(obj): obj for obj in hrq_objects}
+    for key, problem in sorted(problems.items()):
+        invalid = invalid_status(problem)
+        if status_differs(by_key[key], invalid):
+            statuses.append((by_key[key], invalid))
+    for hrq in hrqs:
+        uncounted = [
+            namespace
+            for namespace in subtree(forest, hrq)
+            if (namespace, quota_name(hrq.key)) not in counted
+        ]
+        status = hrq_status(forest, hrqs, hrq, usage, uncounted)
+        obj = by_key[hrq.key]
+        if status_differs(obj, status):
+            statuses.append((obj, status))
+    return QuotaPlan(tuple(create), tuple(replace), delete, tuple(statuses), problems)
+
+
+def _key(obj: Object) -> QuotaKey:
+    metadata = obj.get("metadata") or {}
+    return (metadata.get("namespace", ""), metadata.get("name", ""))
+
+
+def _differs(current: Object, wanted: Object) -> bool:
+    """Whether a kept ResourceQuota's spec or identifying metadata is not what it should be
+    (quantities compared by value: the API server may print them differently)."""
+    metadata = current.get("metadata") or {}
+    if hrq_of_quota(current) != hrq_of_quota(wanted):
+        return True
+    if (metadata.get("labels") or {}).get(LABEL_CREATED_BY) != CREATED_BY_VALUE:
+        return True
+    spec, goal = current.get("spec") or {}, wanted["spec"]
+    if (spec.get("scopeSelector") or None) != goal.get("scopeSelector"):
+        return True
+    try:
+        hard = read_resource_list(spec.get("hard"), "spec.hard")
+    except QuotaError:
+        return True
+    want = read_resource_list(goal["hard"], "spec.hard")
+    return {r: q.value for r, q in hard.items()} != {r: q.value for r, q in want.items()}
+
+
+def applying(
+    forest: Forest, hrqs: Sequence[Hrq], usage: Usage, namespace: str
+) -> list[tuple[Hrq, dict[str, Quantity]]]:
+    """The HRQs that limit ``namespace``, nearest first, each with what its whole subtree
+    uses: what ``ns describe`` and a quota view show for one namespace."""
+    return [(hrq, tree_used(forest, hrq, usage)) for hrq in covering(forest, hrqs, namespace)]

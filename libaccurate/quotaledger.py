@@ -1,0 +1,147 @@
+"""The quota webhook's ledger: usage as last seen, plus what it admitted that is not seen yet.
+
+When the webhook allows a ResourceQuota status update, the API server writes it a moment later
+and the webhook's cache shows it later still. A decision about a sibling namespace taken in
+between must count it, or two writes that each fit alone would both pass. So every allowed
+growth is kept as a reservation on that ResourceQuota until the cache shows the quota at a
+newer resourceVersion than the one the update was made against: from then on the write has
+either landed (the cache shows it) or lost the race to another write at that version (which
+the webhook saw and reserved too), since the API server updates a ResourceQuota status only
+with its resourceVersion as a precondition. A write refused later on in the admission chain
+never lands, and nothing in the cache says so: after ``ttl``, longer than any request may take,
+such a reservation is ``expired`` and the caller reads the quota from the API (``confirm``).
+That read, not the clock alone, settles it, because a cache that lags by more than ``ttl``
+(a watch that broke) would otherwise make a landed write vanish from the count.
+
+While reservations are pending, each resource of a ResourceQuota counts at the largest of what
+the cache shows and what any pending reservation would make it: the ledger may overstate use
+for a moment, never understate it. Decisions must be taken one at a time (the caller holds a
+lock across ``usage`` and ``reserve``). No clock here: the caller passes the time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from libaccurate.quantity import Quantity
+
+QuotaKey = tuple[str, str]
+ResourceList = Mapping[str, Quantity]
+# kube-apiserver gives up on a request after 60 s; a reservation outlives it.
+TTL = 75.0
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """Usage the webhook allowed a ResourceQuota to record, made against ``version``."""
+
+    version: str
+    used: ResourceList
+    at: float
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A ResourceQuota as the cache shows it: its resourceVersion and recorded usage."""
+
+    version: str
+    used: ResourceList
+
+
+Lookup = Callable[[QuotaKey], "Seen | None"]
+
+
+def _newer(seen: str, reserved: str) -> bool:
+    """Whether the cache has gone past the version a reservation was made against.
+
+    resourceVersions are etcd revisions on every API server in use, so they compare as
+    numbers; one that is not a number is never taken as newer, and the reservation waits for
+    its expiry instead.
+    """
+    return seen.isdigit() and reserved.isdigit() and int(seen) > int(reserved)
+
+
+class Ledger:
+    """Effective usage by ResourceQuota (namespace, name), for libaccurate.quota's rules."""
+
+    def __init__(self, ttl: float = TTL) -> None:
+        self.ttl = ttl
+        self._cached: Lookup = _nothing
+        # Quotas read from the API because a reservation expired, until the cache catches up.
+        self._live: dict[QuotaKey, Seen] = {}
+        self._pending: dict[QuotaKey, list[Reservation]] = {}
+
+    def sync(self, cached: Lookup) -> None:
+        """Take the cache's picture (a lookup, as the cache is large and changes while the
+        webhook runs) and drop the reservations it has made obsolete."""
+        self._cached = cached
+        for key, live in list(self._live.items()):
+            shown = cached(key)
+            if shown is not None and not _newer(live.version, shown.version):
+                del self._live[key]
+        for key in list(self._pending):
+            self._settle(key, lambda r, shown: _newer(shown.version, r.version))
+
+    def expired(self, now: float) -> list[QuotaKey]:
+        """The quotas with a reservation older than ``ttl``: read them, then ``confirm``."""
+        return sorted(
+            key for key, kept in self._pending.items() if any(now - r.at >= self.ttl for r in kept)
+        )
+
+    def confirm(self, key: QuotaKey, live: Seen | None, now: float) -> None:
+        """Take a quota as the API has it now (None: gone). A reservation made against an
+        older version is settled; one past ``ttl`` made against this very version is a write
+        that never landed and never will."""
+        if live is None:
+            self._pending.pop(key, None)
+            return
+        self._live[key] = live
+        self._settle(
+            key,
+            lambda r, shown: (
+                _newer(shown.version, r.version)
+                or (now - r.at >= self.ttl and shown.version == r.version)
+            ),
+        )
+
+    def reserve(self, key: QuotaKey, version: str, used: ResourceList, now: float) -> None:
+        """Count ``used`` for ``key`` until the cache shows a version newer than ``version``."""
+        self._pending.setdefault(key, []).append(Reservation(version, dict(used), now))
+
+    @property
+    def pending(self) -> int:
+        return sum(len(r) for r in self._pending.values())
+
+    def get(self, key: QuotaKey) -> ResourceList | None:
+        """What ``key`` counts as using: per resource, the largest of what is seen and what
+        any pending reservation would make it; None when nothing is known of it."""
+        seen = self._seen(key)
+        reservations = self._pending.get(key)
+        if not reservations:
+            return None if seen is None else seen.used
+        candidates = [r.used for r in reservations]
+        if seen is not None:
+            candidates.append(seen.used)
+        largest: dict[str, Quantity] = {}
+        for used in candidates:
+            for resource, quantity in used.items():
+                if resource not in largest or quantity.value > largest[resource].value:
+                    largest[resource] = quantity
+        return largest
+
+    def _settle(self, key: QuotaKey, settled: Callable[[Reservation, Seen], bool]) -> None:
+        shown = self._seen(key)
+        kept = [r for r in self._pending[key] if shown is None or not settled(r, shown)]
+        if kept:
+            self._pending[key] = kept
+        else:
+            del self._pending[key]
+
+    def _seen(self, key: QuotaKey) -> Seen | None:
+        """The freshest picture of a quota: the cache's, or a live read that is newer."""
+        return self._live.get(key) or self._cached(key)
+
+
+def _nothing(key: QuotaKey) -> Seen | None:
+    return None
