@@ -1,4 +1,4 @@
-"""12 and 13: how soon the controller answers a change (issue 31), through the API server.
+"""14 and 15: how soon the controller answers a change (issue 31), through the API server.
 
 Each change is sent by a client and its effect seen through a watch kept open on a thread of
 its own (``Stamps``), so a figure runs from the client's request to the controller's first
@@ -142,7 +142,7 @@ def _latencies(rows: list[Row], name: str, figure: str, samples: list[float]) ->
 
 
 def reaction(target: Target, size: int, changes: int) -> list[Row]:
-    """12: an idle controller on ``size`` namespaces (trees of 50 made by SubNamespaces, one
+    """14: an idle controller on ``size`` namespaces (trees of 50 made by SubNamespaces, one
     update-mode Secret in each root); ``changes`` SubNamespaces created then deleted one at a
     time, and as many moved as the Go plugin moves them (the namespace's parent label
     changed, then the old SubNamespace deleted)."""
@@ -167,7 +167,7 @@ def reaction(target: Target, size: int, changes: int) -> list[Row]:
             namespaces.close()
             subs.close()
             running.stop()
-    name = f"12 reaction, {size} ns, idle controller"
+    name = f"14 reaction, {size} ns, idle controller"
     rows: list[Row] = []
     _latencies(rows, name, "SubNamespace created -> namespace created", created)
     _latencies(rows, name, "SubNamespace deleted -> namespace deleted", terminating)
@@ -223,7 +223,7 @@ def _moves(kube: Kube, trees: Mapping[str, list[str]], changes: int, subs: Stamp
 
 
 def long_pass(target: Target, size: int, flags: Sequence[str]) -> list[Row]:
-    """13: a controller turning tree labels on for ``size`` namespaces (a first pass that
+    """15: a controller turning tree labels on for ``size`` namespaces (a first pass that
     writes every one of them) with ``flags``; in the middle of that pass a tenant creates a
     SubNamespace. When its namespace is there and Ready, against when the pass is done."""
     with target.apart() as cluster:
@@ -253,7 +253,7 @@ def long_pass(target: Target, size: int, flags: Sequence[str]) -> list[Row]:
             subs.close()
             running.stop()
     limit = " ".join(flags) or "no client-side limit"
-    name = f"13 long pass, tree labels on {everything} ns, {limit}"
+    name = f"15 long pass, tree labels on {everything} ns, {limit}"
     return [
         Row(name, "first pass, start to every namespace labelled", seconds(whole)),
         Row(name, "namespaces labelled when the SubNamespace came", str(labelled_then)),

@@ -22,7 +22,9 @@ from accurate_testbed.processes import environment, free_port
 from accurate_testbed.waiting import wait_for
 from bench import controller, population
 from bench.admission import admission
+from bench.network import network
 from bench.population import secrets_path
+from bench.quota import quota_admission
 from bench.reaction import long_pass, reaction
 from bench.report import Row, median, percentile, seconds
 from bench.startup import startup
@@ -80,6 +82,11 @@ class Sizes:
     startup_namespaces: int = 100
     reaction_namespaces: int = 2000
     reaction_changes: int = 60
+    quota: tuple[int, ...] = (2000, 10000)
+    quota_hrqs: int = 1000
+    quota_writes: int = 200
+    link: tuple[int, ...] = (100, 2000, 10000)
+    link_controller: int = 2000
 
 
 QUICK = Sizes(
@@ -101,6 +108,11 @@ QUICK = Sizes(
     admission_writes=20,
     reaction_namespaces=100,
     reaction_changes=5,
+    quota=(300,),
+    quota_hrqs=20,
+    quota_writes=20,
+    link=(50,),
+    link_controller=50,
 )
 
 
@@ -673,4 +685,8 @@ SCENARIOS: dict[str, Callable[[Target, Sizes], list[Row]]] = {
         *long_pass(target, sizes.reaction_namespaces, ()),
         *long_pass(target, sizes.reaction_namespaces, LIMITED),
     ],
+    "quota": lambda target, sizes: quota_admission(
+        target, sizes.quota, sizes.quota_hrqs, sizes.quota_writes
+    ),
+    "network": network,
 }

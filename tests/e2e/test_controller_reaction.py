@@ -6,7 +6,7 @@ a SubNamespace being deleted (the API server refuses it with 409 Conflict, and t
 removal waited behind it). Passes are made long on purpose with ``--apiserver-qps-throttle 1``:
 one request a second for each resource kind, so copying Secrets takes seconds, while a
 SubNamespace's finalizer, another kind, waits for none of them. The figures (how many
-milliseconds) are in bench/ (scenario 12).
+milliseconds) are in bench/ (scenarios 14 and 15).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The controller's pace (issue 31): no client-side limit unless asked for, a given limit held
 per resource kind as the Go controller holds it, and what the SubNamespace lane leaves to a
-bulk pass that is sending the same work. The reaction itself is timed in bench/ (scenario 12)
-and shown by order in tests/e2e/test_controller_reaction.py."""
+bulk pass that is sending the same work. The reaction itself is timed in bench/ (scenarios 14
+and 15) and shown by order in tests/e2e/test_controller_reaction.py."""
 
 from __future__ import annotations
 
