@@ -142,6 +142,10 @@ class Loop:
             if not planned.steps:
                 return None
             report = self.applier.apply(planned, snapshot)
+            if self.quotas is not None and planned.forest is not None:
+                # Namespaces created in this pass get their ResourceQuotas in it, not the next.
+                new = {name for name in planned.waiting if name not in (snapshot.forest or ())}
+                self.quotas.keep_new(planned.forest, new)
         except Exception:
             # A bug in one pass must not stop the controller; the next pass starts afresh.
             log.exception("reconcile pass failed")
@@ -182,6 +186,8 @@ class Loop:
             propagate_generated=self.owners is not None,
             forest=forest,
             scope=None if whole else affected(forest, _namespaces_of(changes)),
+            hrqs=self.quotas.hrqs() if self.quotas is not None else (),
+            hrq_quotas=self.quotas.kept() if self.quotas is not None else (),
         )
 
     def _report_problems(self, problems: Mapping[str, Problem], scope: Scope) -> None:
