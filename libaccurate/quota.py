@@ -508,7 +508,8 @@ def awaiting(
     }
     found = {}
     for namespace in namespaces:
-        if namespace not in forest:
+        # Nothing can be created in a terminating namespace, and it gets no ResourceQuota.
+        if namespace not in forest or forest.nodes[namespace].terminating:
             continue
         missing = []
         for hrq in covering(forest, hrqs, namespace):
