@@ -175,14 +175,25 @@ def subtree(forest: Forest, hrq: Hrq) -> tuple[str, ...]:
     return forest.subtree(hrq.namespace)
 
 
-def covering(forest: Forest, hrqs: Iterable[Hrq], namespace: str) -> list[Hrq]:
+def by_namespace(hrqs: Iterable[Hrq]) -> dict[str, list[Hrq]]:
+    """The HRQs by the namespace they are in, sorted: an index for many ``covering`` calls."""
+    found: dict[str, list[Hrq]] = {}
+    for hrq in sorted(hrqs):
+        found.setdefault(hrq.namespace, []).append(hrq)
+    return found
+
+
+def covering(
+    forest: Forest,
+    hrqs: Iterable[Hrq],
+    namespace: str,
+    index: Mapping[str, Sequence[Hrq]] | None = None,
+) -> list[Hrq]:
     """The HRQs that limit what ``namespace`` uses: its own and those of its ancestors,
-    nearest first."""
+    nearest first (``index``, from ``by_namespace(hrqs)``, saves building it again)."""
     chain = (namespace, *forest.ancestors(namespace))
-    by_namespace: dict[str, list[Hrq]] = {}
-    for hrq in hrqs:
-        by_namespace.setdefault(hrq.namespace, []).append(hrq)
-    return [hrq for name in chain for hrq in sorted(by_namespace.get(name, ()))]
+    found = by_namespace(hrqs) if index is None else index
+    return [hrq for name in chain for hrq in found.get(name, ())]
 
 
 class Usage(Protocol):
@@ -506,13 +517,14 @@ def awaiting(
         for q in quotas
         if hrq_of_quota(q) is not None
     }
+    index = by_namespace(hrqs)
     found = {}
     for namespace in namespaces:
         # Nothing can be created in a terminating namespace, and it gets no ResourceQuota.
         if namespace not in forest or forest.nodes[namespace].terminating:
             continue
         missing = []
-        for hrq in covering(forest, hrqs, namespace):
+        for hrq in covering(forest, hrqs, namespace, index):
             if not counting(held.get((namespace, quota_name(hrq.key))) or {}, hrq):
                 missing.append(f"{quota_name(hrq.key)} (for {hrq.ref})")
         if missing:
