@@ -16,7 +16,7 @@ conflict means the picture is stale, and the next pass has a fresher one.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -56,11 +56,11 @@ class Quotas:
         self.recorder = recorder
         self._problems: Mapping[quota.QuotaKey, str] = {}
 
-    def hrqs(self) -> list[Obj]:
+    def hrqs(self) -> Sequence[Obj]:
         """The HRQs as cached, for the planner's snapshot."""
         return self.cache.items(HRQS)
 
-    def kept(self) -> list[Obj]:
+    def kept(self) -> Sequence[Obj]:
         """The ResourceQuotas kept for HRQs as cached, with their status."""
         return self.cache.items(HRQ_QUOTAS)
 
