@@ -22,7 +22,6 @@ from libaccurate.lifecycle import REASON_WAITING_FOR_QUOTA
 from libaccurate.planner import Plan, plan
 from tests.unit.planner_world import ROLE_BINDING, World, settle
 from tests.unit.test_planner import CONFIG
-from tests.unit.test_planner_properties import CONFIG as PROPERTY_CONFIG
 from tests.unit.test_planner_properties import NAMES, PROPERTY_SETTINGS, worlds
 
 RBAC = "rbac.authorization.k8s.io"
@@ -188,7 +187,6 @@ def test_no_copy_lands_where_an_hrq_does_not_count_yet_and_the_tree_still_settle
     """Whatever the tree and whenever kube's quota controller gets round to counting, no pass
     copies into a namespace whose quotas do not count, and once they all count the cluster
     settles as it would without HRQs."""
-    assert world.config is PROPERTY_CONFIG
     world.hrqs.extend(hrq(top) for top in sorted(tops) if top in world.namespaces)
     for _ in range(6):
         planned = plan(world.snapshot())
