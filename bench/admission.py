@@ -89,13 +89,13 @@ def _at_size(target: Target, size: int, writes: int) -> list[Row]:
     _register(target, kube, f"https://127.0.0.1:{port}", ca)
     series("warm")  # connections and the controller's first passes, on both sides alike
     reviews_before = running.metric(REVIEWS_METRIC)
-    timed_before = _review_times(running)
+    timed_before = review_times(running)
     cpu_before = controller.cpu_seconds(running)
     target.start_counting()
     plain, hooked = series("timed")
     cpu = controller.cpu_seconds(running) - cpu_before
     reviews = running.metric(REVIEWS_METRIC) - reviews_before
-    timed_after = _review_times(running)
+    timed_after = review_times(running)
     answered, fast = (timed_after[i] - timed_before[i] for i in (0, 1))
     reads = target.count(controller.AGENT, frozenset({"get", "list"}), population.NAMESPACES)
     running.stop()
@@ -106,11 +106,12 @@ def _at_size(target: Target, size: int, writes: int) -> list[Row]:
     # The reconcile passes those creations started, and their writes: what the pass costs per
     # change, which should not grow with the cluster (its webhook process is not counted).
     spent = Row(name, f"controller CPU during the {2 * writes} timed creations", f"{cpu:.2f} s")
-    return [*_rows(name, plain, hooked), speed, spent, *_counts(name, writes, reviews, reads)]
+    rows = added_latency(name, plain, hooked)
+    return [*rows, speed, spent, *_counts(name, writes, reviews, reads)]
 
 
-def _review_times(running: Process) -> tuple[float, float]:
-    """Namespace reviews answered so far, and how many of them took the webhook itself at most
+def review_times(running: Process, path: str = NAMESPACE_REVIEW_PATH) -> tuple[float, float]:
+    """Reviews on ``path`` answered so far, and how many of them took the webhook itself at most
     FAST_REVIEW_BUCKET seconds (its histogram): what the client sees beyond that is transport,
     the API server and waiting for a CPU."""
     buckets: dict[str, float] = {}
@@ -118,7 +119,7 @@ def _review_times(running: Process) -> tuple[float, float]:
         if family.name != REVIEW_SECONDS_METRIC:
             continue
         for sample in family.samples:
-            if sample.name.endswith("_bucket") and sample.labels["path"] == NAMESPACE_REVIEW_PATH:
+            if sample.name.endswith("_bucket") and sample.labels["path"] == path:
                 buckets[sample.labels["le"]] = sample.value
     return buckets.get("+Inf", 0.0), buckets.get(FAST_REVIEW_BUCKET, 0.0)
 
@@ -149,13 +150,20 @@ def _register(target: Target, kube: Kube, base_url: str, ca: trustme.CA) -> None
     )
 
 
-def _rows(name: str, plain: Sequence[float], hooked: Sequence[float]) -> list[Row]:
+def added_latency(
+    name: str,
+    plain: Sequence[float],
+    hooked: Sequence[float],
+    series: tuple[str, str] = ("no webhook", "with webhook"),
+) -> list[Row]:
+    """p50 and p99 of both series, named ``series``, and what the second adds, against the
+    goal."""
     added = {share: percentile(hooked, share) - percentile(plain, share) for share in (0.5, 0.99)}
     rows = []
     for share, label in ((0.5, "p50"), (0.99, "p99")):
         rows += [
-            Row(name, f"no webhook {label}", _ms(percentile(plain, share))),
-            Row(name, f"with webhook {label}", _ms(percentile(hooked, share))),
+            Row(name, f"{series[0]} {label}", _ms(percentile(plain, share))),
+            Row(name, f"{series[1]} {label}", _ms(percentile(hooked, share))),
         ]
     return [
         *rows,

@@ -21,17 +21,22 @@ CONFIG: dict[str, Any] = {
 }
 
 
-def start(target: Target, *flags: str, settings: Mapping[str, Any] = CONFIG) -> Process:
+def start(
+    target: Target,
+    *flags: str,
+    settings: Mapping[str, Any] = CONFIG,
+    kubeconfig: Path | None = None,
+) -> Process:
     """A controller (no leader election, default resync, no webhook server unless ``flags``
     ask for one: a later flag wins) that is running; not yet synced. ``settings`` is its
-    config file."""
+    config file; ``kubeconfig`` another way to the target's cluster (through a link)."""
     folder = target.scratch("controller-")
     config = folder / "config.yaml"
     config.write_text(yaml.safe_dump(dict(settings)))
     arguments = [
         str(PROGRAM),
         "--kubeconfig",
-        str(target.kubeconfig),
+        str(kubeconfig or target.kubeconfig),
         "--config-file",
         str(config),
     ]

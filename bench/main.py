@@ -45,6 +45,8 @@ def sizes_for(options: argparse.Namespace) -> Sizes:
         converge_objects=scaled(base.converge_objects),
         converge_sources=scaled(base.converge_sources),
         admission=tuple(scaled(size) for size in base.admission),
+        link=tuple(scaled(size) for size in base.link),
+        link_controller=scaled(base.link_controller),
         runs=options.runs or base.runs,
         quiet=options.quiet or base.quiet,
     )

@@ -22,7 +22,9 @@ from accurate_testbed.processes import environment, free_port
 from accurate_testbed.waiting import wait_for
 from bench import controller, population
 from bench.admission import admission
+from bench.network import network
 from bench.population import secrets_path
+from bench.quota import quota_admission
 from bench.report import Row, median, percentile, seconds
 from bench.startup import startup
 from bench.target import WRITE_VERBS, Target
@@ -72,6 +74,11 @@ class Sizes:
     admission: tuple[int, ...] = (2000, 10000)
     admission_writes: int = 200
     startup_namespaces: int = 100
+    quota: tuple[int, ...] = (2000, 10000)
+    quota_hrqs: int = 1000
+    quota_writes: int = 200
+    link: tuple[int, ...] = (100, 2000, 10000)
+    link_controller: int = 2000
 
 
 QUICK = Sizes(
@@ -91,6 +98,11 @@ QUICK = Sizes(
     tree_subtree=30,
     admission=(100,),
     admission_writes=20,
+    quota=(300,),
+    quota_hrqs=20,
+    quota_writes=20,
+    link=(50,),
+    link_controller=50,
 )
 
 
@@ -624,4 +636,8 @@ SCENARIOS: dict[str, Callable[[Target, Sizes], list[Row]]] = {
     "treelabels": tree_labels,
     "admission": lambda target, sizes: admission(target, sizes.admission, sizes.admission_writes),
     "startup": startup,
+    "quota": lambda target, sizes: quota_admission(
+        target, sizes.quota, sizes.quota_hrqs, sizes.quota_writes
+    ),
+    "network": network,
 }

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from controller import health, selfcheck
 from controller.applier import Applier
-from controller.cache import Cache, mirrored, quota_resources
+from controller.cache import HRQS, Cache, mirrored, quota_resources
 from controller.events import Recorder
 from controller.generated_notice import GeneratedNotice
 from controller.leader import LeaderElector
@@ -153,6 +153,8 @@ def start(options: Options, stop: threading.Event) -> Controller:
     cache = Cache(
         kube, resources + (quota_resources() if hierarchical else []), options.resync_period
     )
+    if hierarchical:
+        metrics.track_hrqs(lambda: cache.items(HRQS))
     is_leader: Callable[[], bool] = (lambda: elector.is_leader) if elector else (lambda: True)
     recorder = Recorder(kube, throttle, identity, stop)
     writer = Writer(

@@ -6,8 +6,15 @@ share counters and nothing a library registers globally leaks into ``/metrics``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from libaccurate import quota
 
 # Webhooks answer within the API server's timeout (10 s by default); passes can take minutes on
 # large clusters, hence the wider range.
@@ -71,9 +78,49 @@ class Metrics:
     def set_leader(self, is_leader: bool) -> None:
         self._leader.set(1 if is_leader else 0)
 
+    def track_hrqs(self, hrqs: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        """Expose the hard and used of every HRQ ``hrqs`` returns at each scrape."""
+        self.registry.register(HrqCollector(hrqs))
+
     def exposition(self) -> tuple[bytes, str]:
         """The Prometheus text format and its content type, for the /metrics route."""
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class HrqCollector(Collector):
+    """``accurate_hierarchicalresourcequota``, labelled as kube-state-metrics labels
+    ``kube_resourcequota``: one sample per HRQ, resource and ``type`` (``hard``: its spec,
+    ``used``: the sum over its subtree as its status says). Read from the HRQs at each scrape,
+    so an HRQ deleted leaves no series behind, and every replica, leader or not, shows what
+    the statuses say."""
+
+    def __init__(self, hrqs: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        self.hrqs = hrqs
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "accurate_hierarchicalresourcequota",
+            "Hierarchical resource quota: hard (the limit) and used (by its namespace and "
+            "every namespace below it), by resource.",
+            labels=["namespace", "hierarchicalresourcequota", "resource", "type"],
+        )
+        for labels, value in hrq_samples(self.hrqs()):
+            family.add_metric(list(labels), value)
+        yield family
+
+
+def hrq_samples(
+    objects: Iterable[Mapping[str, Any]],
+) -> Iterator[tuple[tuple[str, str, str, str], float]]:
+    """(namespace, name, resource, type) and value of each HRQ's hard and used; an HRQ whose
+    spec cannot be read has no hard, and a resource not counted yet no used."""
+    objects = list(objects)
+    hrqs, _ = quota.read_hrqs(objects)
+    used = quota.usage_of(objects)
+    for hrq in hrqs:
+        for kind, values in (("hard", hrq.hard), ("used", used.get(hrq.key) or {})):
+            for resource, amount in sorted(values.items()):
+                yield (hrq.namespace, hrq.name, resource, kind), float(amount.value)
 
 
 class WebhookMetrics:

@@ -13,11 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubectl_accurate import hrq_reads
 from kubectl_accurate.arguments import NO_TYPE
 from kubectl_accurate.namespaces import Namespaces
 from kubectl_accurate.output import CliError, Printer, shorten
+from kubectl_accurate.quota_limits import Limits, Place
 from kubectl_accurate.subnamespace_api import SubNamespaceApi
 from kubectl_accurate.watched import Watched
+from libaccurate import quota
 from libaccurate.cloning import copied_from, propagate_mode
 from libaccurate.closing import NEEDS_A_PERSON
 from libaccurate.constants import (
@@ -75,6 +78,8 @@ class Description:
     tree_labels: tuple[tuple[str, str], ...] = ()
     label_problems: tuple[str, ...] = ()
     stuck: tuple[str, ...] = ()
+    # The hierarchical quotas that limit it; None on a cluster without them.
+    quotas: Place | None = None
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -123,7 +128,18 @@ class Description:
                 }
                 for event in self.events
             ],
+            **({"hierarchicalQuotas": _quota_data(self.quotas)} if self.quotas else {}),
         }
+
+
+def _quota_data(place: Place) -> dict[str, Any]:
+    """Each HRQ that limits the namespace, its own first, with used/hard of its whole
+    subtree, and the tightest limit."""
+    data = {
+        "quotas": [s.to_data() for s in (*place.held, *place.above)],
+        "tightest": place.tightest_data(),
+    }
+    return {**data, **({"notReadable": list(place.unreadable)} if place.unreadable else {})}
 
 
 def describe(
@@ -172,7 +188,26 @@ def describe(
         ),
         label_problems=tree_labels(forest, node, suffix).problems if suffix else (),
         stuck=_stuck(api, name, node.parent, skipped) if api else (),
+        quotas=_quotas(kube, namespaces, name, skipped),
     )
+
+
+def _quotas(
+    kube: Kube, namespaces: Namespaces, name: str, skipped: list[tuple[str, str]]
+) -> Place | None:
+    """The HRQs of the namespace and of those above it, read one LIST per namespace of the
+    chain; in a partial view, also those above it the user may not read, named by the
+    ResourceQuotas kept for them in the namespace (kubectl_accurate.hrq_reads)."""
+    forest = namespaces.forest
+    chain = [n for n in (name, *forest.ancestors(name)) if n in forest]
+    try:
+        reading = hrq_reads.read_in(kube, chain)
+    except hrq_reads.NotInstalled:
+        return None
+    if not namespaces.complete:
+        reading = hrq_reads.with_hidden(kube, reading, [name])
+    skipped.extend((f"{quota.PLURAL} in {n}", why) for n, why in reading.refused.items())
+    return Limits(forest, reading).place(name)
 
 
 def _stuck(
@@ -289,6 +324,8 @@ def show(printer: Printer, description: Description) -> None:
         table = [_resource_line(r, exceptions) for r in description.rows]
         header = ("KIND", "NAME", "FROM", "MODE", *(("EXCEPTIONS",) if exceptions else ()))
         printer.table(header, table, indent="  ")
+    if description.quotas is not None:
+        _show_quotas(printer, description.quotas)
     _show_events(printer, description.events)
     for resource, reason in description.skipped:
         printer.line(("Skipped:", "yellow"), f" {resource}: {reason}")
@@ -297,6 +334,21 @@ def show(printer: Printer, description: Description) -> None:
 def _resource_line(row: Row, exceptions: bool) -> tuple[str, ...]:
     line = (row.kind, row.name, row.from_ or "-", row.mode or "-")
     return (*line, row.exceptions or "-") if exceptions else line
+
+
+def _show_quotas(printer: Printer, place: Place) -> None:
+    """The HRQs that limit the namespace, with used/hard of each one's whole subtree."""
+    printer.line("")
+    limiting = (*place.held, *place.above)
+    if not limiting:
+        printer.line(("Hierarchical quotas:", "bold"), " none limit this namespace")
+        return
+    printer.line(("Hierarchical quotas:", "bold"), " used/hard of each one's whole subtree")
+    printer.table(("QUOTA", "USED/HARD"), [(s.ref, s.used_hard()) for s in limiting], "  ")
+    printer.line("  ", ("Tightest:", "bold"), f" {place.tightest_text()}")
+    for shown in limiting:
+        for note in shown.notes:
+            printer.line(f"  {shown.ref}: {note}")
 
 
 def _show_events(printer: Printer, events: tuple[EventRow, ...]) -> None:

@@ -19,6 +19,13 @@ then frozen (``gc.freeze``: kept out of every later pass) and the collector is o
 the command runs, so a long command (``sudo``) still collects its garbage; what the command
 built is frozen as well before the interpreter exits, so that its last passes skip it. Nothing
 else changes: exit handlers, flushing and clean-up run as before.
+
+While the command runs, the collector's first pass waits for a million new objects rather than
+700 (``RUN_THRESHOLD``). A command reads the API's answers, trees of dicts and lists without a
+cycle among them, and the passes that 700 triggers walk those trees again and again as they
+grow: decoding the namespaces and SubNamespaces of 10,000 namespaces and building their forest
+took 544 ms with the default and 219 ms with this threshold, about as with no collector at all
+(222 ms; issue 29, bench/RESULTS.md). A command that truly runs long still collects.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from __future__ import annotations
 import gc
 import os
 import sys
+
+RUN_THRESHOLD = 1_000_000
 
 
 def main() -> None:
@@ -35,6 +44,7 @@ def main() -> None:
     from kubectl_accurate.main import main as run
 
     gc.freeze()
+    gc.set_threshold(RUN_THRESHOLD)
     gc.enable()
     try:
         run()

@@ -65,6 +65,11 @@ _FLAGS: dict[str, _Flag] = {
     "tls_server_name": _Flag(
         ("--tls-server-name",), "Server name to use for certificate validation.", "NAME"
     ),
+    "disable_compression": _Flag(
+        ("--disable-compression",),
+        "Do not ask the server to compress its responses.",
+        is_flag=True,
+    ),
     "request_timeout": _Flag(
         ("--request-timeout",),
         "How long to wait for one server request (30s, 1m; 0 means no limit).",

@@ -8,7 +8,10 @@ it was planned on, so nothing read stale is overwritten, and a second run plans 
 
 The writes are refused while a prerequisite does not hold, and the plan names each of them: HNC
 still runs (its webhooks refuse every change to the copies it made, and its controller would
-fight Accurate's over them), or SubNamespaces are due and their CRD is not installed.
+fight Accurate's over them), or SubNamespaces are due and their CRD is not installed. HNC's
+HierarchicalResourceQuotas are carried over when Accurate's HRQ CRD is installed; the
+ResourceQuotas HNC made for them go in a later run, once Accurate's controller has counted its
+own in their namespaces.
 """
 
 from __future__ import annotations
@@ -24,12 +27,16 @@ from kubectl_accurate.output import CliError, Printer
 from kubectl_accurate.reads import NAMESPACES, namespace_path
 from kubectl_accurate.subnamespace_api import NotServed, SubNamespaceApi
 from kubectl_accurate.writes import DRY_RUN, FIELD_MANAGER, review, send
+from libaccurate import quota
 from libaccurate.constants import LABEL_PARENT, LABEL_TYPE, TYPE_ROOT
 from libaccurate.forest import Forest
 from libaccurate.hnc import (
     HNC_CONFIG_NAME,
     HNC_GROUP,
+    HNC_QUOTA_LABEL,
     HNC_VERSION,
+    CreateQuota,
+    DeleteHncQuota,
     HncSnapshot,
     Kinds,
     MarkObject,
@@ -42,7 +49,7 @@ from libaccurate.hnc import (
 )
 from libaccurate.network.kube import ApiError, Kube, resource_path
 
-Write = MarkObject | TakeOwnership | LabelPatch | CreateSubNamespace
+Write = MarkObject | TakeOwnership | LabelPatch | CreateSubNamespace | CreateQuota | DeleteHncQuota
 Obj = dict[str, Any]
 
 
@@ -118,6 +125,7 @@ def _read(
     hnc_config = kube.find(config_path)
     kinds = propagated_kinds(hnc_config, kube.server_resources())
     existing = _subnamespaces(api)
+    quotas = resource_path("", "v1", "resourcequotas")
     snapshot = HncSnapshot(
         namespaces=list(kube.list_objects(NAMESPACES).get("items") or []),
         hierarchies=hierarchies,
@@ -128,6 +136,11 @@ def _read(
             kind: _items(kube, resource_path(kind.gvk.group, kind.gvk.version, kind.plural)) or []
             for kind in kinds.propagated
         },
+        accurate_quotas=_items(kube, resource_path(quota.GROUP, quota.VERSION, quota.PLURAL)),
+        resource_quotas=[
+            *(_items(kube, quotas, labelSelector=HNC_QUOTA_LABEL) or []),
+            *(_items(kube, quotas, labelSelector=quota.LABEL_HRQ_NAMESPACE) or []),
+        ],
     )
     webhooks = [
         *(_items(kube, _admission("validatingwebhookconfigurations")) or []),
@@ -174,11 +187,11 @@ def _admission(plural: str) -> str:
     return resource_path("admissionregistration.k8s.io", "v1", plural)
 
 
-def _items(kube: Kube, path: str) -> list[Obj] | None:
+def _items(kube: Kube, path: str, **query: str) -> list[Obj] | None:
     """A LIST's items, with apiVersion and kind filled in; None when the server does not serve
     the resource (or the namespace does not exist)."""
     try:
-        listing = kube.list_objects(path)
+        listing = kube.list_objects(path, **query)
     except ApiError as error:
         if error.not_found:
             return None
@@ -195,7 +208,7 @@ def _items(kube: Kube, path: str) -> list[Obj] | None:
 
 def _writes(plan: Plan, namespaces: Mapping[str, Mapping[str, Any]]) -> list[Write]:
     """The plan as writes, in its order: copies, sources, HNC's ownership, roots, parents,
-    SubNamespaces."""
+    SubNamespaces, HRQs, HNC's ResourceQuotas to delete."""
     writes: list[Write] = [*plan.copies, *plan.sources, *plan.takeovers]
     writes += [LabelPatch(namespaces[name], {LABEL_TYPE: TYPE_ROOT}) for name in plan.roots]
     writes += [LabelPatch(namespaces[name], {LABEL_PARENT: p}) for name, p in plan.parents]
@@ -203,7 +216,7 @@ def _writes(plan: Plan, namespaces: Mapping[str, Mapping[str, Any]]) -> list[Wri
         CreateSubNamespace(sub.parent, sub.name, sub.labels, sub.annotations)
         for sub in plan.subnamespaces
     ]
-    return writes
+    return [*writes, *plan.quotas, *plan.quota_removals]
 
 
 def _carry_out(
@@ -259,6 +272,18 @@ def _send(api: SubNamespaceApi, write: Write, dry_run: bool) -> Any:
     if isinstance(write, (LabelPatch, CreateSubNamespace)):
         return send(api, write, dry_run)
     query = {"fieldManager": FIELD_MANAGER, **(DRY_RUN if dry_run else {})}
+    if isinstance(write, CreateQuota):
+        path = resource_path(quota.GROUP, quota.VERSION, quota.PLURAL, write.namespace)
+        return api.kube.create(path, write.body(), **query)
+    if isinstance(write, DeleteHncQuota):
+        # With a body, kube-apiserver reads DeleteOptions from it alone: a dryRun in the
+        # query would be ignored, and the quota deleted for real.
+        metadata = write.obj.get("metadata") or {}
+        keys = ("uid", "resourceVersion")
+        body: Obj = {"preconditions": {key: metadata.get(key) for key in keys}}
+        body.update({"dryRun": ["All"]} if dry_run else {})
+        path = resource_path("", "v1", "resourcequotas", write.namespace, write.name)
+        return api.kube.delete(path, body)
     if isinstance(write, TakeOwnership):
         version = write.namespace["metadata"].get("resourceVersion")
         metadata = {
@@ -310,6 +335,7 @@ def _steps(outcome: Outcome, hnc_namespace: str) -> list[str]:
         "Wait until every SubNamespace is Ready "
         "(`kubectl wait --for=condition=Ready subnamespaces --all -A`): Accurate's controller "
         "then keeps HNC's copies current in place.",
+        *_quota_step(outcome.plan),
         "Let go of the finalizers HNC put on its anchors and HierarchyConfigurations "
         f"(`{_release_command(ANCHORS)}; {_release_command(HIERARCHIES)}`): with HNC's "
         "controller stopped, nobody else would.",
@@ -320,6 +346,19 @@ def _steps(outcome: Outcome, hnc_namespace: str) -> list[str]:
         f"{hnc_namespace}`) and its cluster-wide roles and bindings.",
     ]
     return [f"{i}. {step}" for i, step in enumerate(steps, start=1)]
+
+
+def _quota_step(plan: Plan) -> list[str]:
+    """Removing the ResourceQuotas HNC made for its HRQs, when some must wait for Accurate's."""
+    if not plan.quotas_waiting:
+        return []
+    return [
+        "Once Accurate's controller counts its hierarchical quotas (`kubectl get hrq -A` shows "
+        "what each uses), run `kubectl accurate import-hnc --apply` again: it deletes the "
+        f"ResourceQuotas HNC made for its HRQs (label {HNC_QUOTA_LABEL}), which nothing "
+        "updates any more, in each namespace where Accurate's count. Until then they limit "
+        "each namespace on its own."
+    ]
 
 
 def _install_step(plan: Plan) -> str:
@@ -334,8 +373,9 @@ def _install_step(plan: Plan) -> str:
         "controller.additionalRBAC.rules, where the default binds admin, which covers Roles, "
         "RoleBindings, Secrets and ConfigMaps; kustomize: ClusterRole "
         "accurate-additional-resources). Without list or watch on a kind the controller does "
-        "not start. --apply needs the SubNamespace CRD; the controller finds no tree of its "
-        "own until the import writes one."
+        "not start. --apply needs the SubNamespace CRD, and the HierarchicalResourceQuota "
+        "CRD to carry HNC's HRQs over (controller/config/quota; Helm: quota.enabled); the "
+        "controller finds no tree of its own until the import writes one."
     )
 
 

@@ -81,6 +81,10 @@ DEFERRED = {
     "access": Deferred(
         "kubectl_accurate.access", "Grant, revoke, list and check access to a namespace tree."
     ),
+    "quota": Deferred(
+        "kubectl_accurate.quota_view",
+        "Draw namespace trees with the hierarchical quotas (HRQs) that limit them.",
+    ),
     "report": Deferred(
         "kubectl_accurate.report",
         "One row per namespace of every tree (or of ROOT's): its root, parent, depth, type, "

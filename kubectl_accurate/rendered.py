@@ -35,6 +35,8 @@ HELP = (
     "  --insecure-skip-tls-verify    Do not check the server's certificate\n"
     '                                (insecure).\n'
     '  --tls-server-name NAME        Server name to use for certificate validation.\n'
+    '  --disable-compression         Do not ask the server to compress its\n'
+    '                                responses.\n'
     '  --request-timeout DURATION    How long to wait for one server request (30s,\n'
     '                                1m; 0 means no limit).\n'
     '  -n, --namespace NS            The current namespace, where a user who may\n'
@@ -50,6 +52,7 @@ HELP = (
     '  import-hnc  Move a cluster from HNC (the Hierarchical Namespace...\n'
     '  list        List namespace trees (alias: ls).\n'
     '  namespace   Describe a namespace or set its type (alias: ns).\n'
+    '  quota       Draw namespace trees with the hierarchical quotas (HRQs)...\n'
     "  report      One row per namespace of every tree (or of ROOT's): its...\n"
     '  sub         Create, delete, move, graft, cut and list sub-namespaces.\n'
     '  sudo        Run kubectl as admin of the tree NS is in, with your sudo...\n'

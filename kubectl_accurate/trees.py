@@ -76,3 +76,10 @@ def to_data(tree: Tree, key: str) -> dict[str, Any]:
     if tree.marker:
         data["markers"] = tree.marker.split(",")
     return data
+
+
+def continued(guide: str, tree: Tree) -> str:
+    """The guide for a further line about the namespace drawn after ``guide``: the lines
+    of the branches around it, and of its own children below, carry on past it."""
+    stem = guide[: -len(LAST)] + (SPACE if guide.endswith(LAST) else PIPE) if guide else ""
+    return stem + ("│" if tree.below else "")

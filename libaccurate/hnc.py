@@ -10,7 +10,12 @@ Managed labels and annotations keep HNC's precedence (an ancestor's value wins o
 namespace's own), and HNC's field manager gives up the namespace keys Accurate keeps, so that
 the controller's server-side applies can remove them.
 
-The writes never delete anything and never re-create a copy: HNC's copies are marked with
+HNC's HierarchicalResourceQuotas become Accurate's (the same spec under Accurate's apiVersion).
+The one thing the import deletes is what HNC made for them: the ResourceQuota (label
+``hnc.x-k8s.io/hrq``) in each namespace under an HRQ, and only once the ResourceQuotas Accurate's
+controller keeps there are counted, so that no namespace is ever without a limit.
+
+Otherwise the writes never delete anything and never re-create a copy: HNC's copies are marked with
 Accurate's ``from`` annotation (and nothing else), so Accurate's controller adopts them and
 replaces them in place in update mode. A copy marked that way but never adopted is left alone by
 Accurate (only copies in update mode are ever deleted), so an import that stops half way is safe.
@@ -39,6 +44,9 @@ from libaccurate.constants import (
     TYPE_TEMPLATE,
 )
 from libaccurate.ownership import OwnedKeys, owned_keys, released, written_by
+from libaccurate.quota import API_VERSION as QUOTA_API_VERSION
+from libaccurate.quota import KIND as QUOTA_KIND
+from libaccurate.quota import QuotaError, hrq_of_quota, read_hrq
 from libaccurate.selection import selection_of
 
 Obj = Mapping[str, Any]
@@ -59,6 +67,11 @@ WEBHOOK_SUFFIX = ".hnc.x-k8s.io"
 # HNC's controller writes namespaces by update; controller-runtime names the field manager after
 # its binary, /manager.
 HNC_FIELD_MANAGERS = frozenset({"manager"})
+
+# The ResourceQuota HNC keeps in each namespace under an HRQ (its ResourceQuotaSingleton), and
+# the label it puts on it so that it can be found and cleaned up (api.HRQLabelCleanup).
+HNC_QUOTA_NAME = "hrq.hnc.x-k8s.io"
+HNC_QUOTA_LABEL = "hnc.x-k8s.io/hrq"
 
 MODE_PROPAGATE = "Propagate"
 MODE_ALLOW_PROPAGATE = "AllowPropagate"
@@ -114,6 +127,10 @@ class HncSnapshot:
     quotas: Sequence[Obj] = ()
     subnamespaces: Sequence[Obj] = ()
     objects: Mapping[PropagatedKind, Sequence[Obj]] = field(default_factory=dict)
+    # Accurate's HRQs, None when the cluster does not serve them; the ResourceQuotas HNC made
+    # for its HRQs and those Accurate's controller keeps for its own.
+    accurate_quotas: Sequence[Obj] | None = None
+    resource_quotas: Sequence[Obj] = ()
 
 
 @dataclass(frozen=True)
@@ -139,6 +156,43 @@ class NewSubNamespace:
     name: str
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class CreateQuota:
+    """One of HNC's HierarchicalResourceQuotas as Accurate's: same namespace, name and spec."""
+
+    namespace: str
+    name: str
+    spec: Mapping[str, Any]
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "apiVersion": QUOTA_API_VERSION,
+            "kind": QUOTA_KIND,
+            "metadata": {"namespace": self.namespace, "name": self.name},
+            "spec": dict(self.spec),
+        }
+
+    def describe(self) -> str:
+        hard = ", ".join(f"{k}={v}" for k, v in sorted((self.spec.get("hard") or {}).items()))
+        return f"create HierarchicalResourceQuota {self.namespace}/{self.name} ({hard})"
+
+
+@dataclass(frozen=True)
+class DeleteHncQuota:
+    """A ResourceQuota HNC made for its HRQs, once Accurate's ResourceQuotas count every
+    resource it limits in its namespace: nothing updates it any more."""
+
+    obj: Obj = field(repr=False, compare=False)
+    namespace: str
+    name: str
+
+    def describe(self) -> str:
+        return (
+            f"delete ResourceQuota {self.namespace}/{self.name} (HNC's, for its HRQs: Accurate's "
+            "hierarchical quotas count there now)"
+        )
 
 
 @dataclass(frozen=True)
@@ -185,7 +239,8 @@ class Plan:
     sources opt in, then HNC's field managers lose the namespace keys Accurate keeps (before
     the namespaces join a tree, so that an Accurate controller already running writes none of
     them in between), then roots and parents are labelled top-down (so each parent is a root or
-    sub-namespace before its children name it), and SubNamespaces come last.
+    sub-namespace before its children name it), then SubNamespaces, then Accurate's HRQs (over
+    the trees as they will be), and HNC's ResourceQuotas go last, once Accurate's count.
     """
 
     copies: tuple[MarkObject, ...]
@@ -198,6 +253,10 @@ class Plan:
     # Why the config holds what is not plain key lists and watches.
     config_notes: tuple[str, ...] = ()
     takeovers: tuple[TakeOwnership, ...] = ()
+    quotas: tuple[CreateQuota, ...] = ()
+    quota_removals: tuple[DeleteHncQuota, ...] = ()
+    # Namespaces whose ResourceQuota from HNC stays until Accurate's count there.
+    quotas_waiting: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -208,6 +267,8 @@ class Plan:
             or self.parents
             or self.subnamespaces
             or self.takeovers
+            or self.quotas
+            or self.quota_removals
         )
 
     def config_document(self) -> dict[str, Any]:
@@ -860,15 +921,78 @@ def _leftovers(snapshot: HncSnapshot, not_carried: list[NotCarried]) -> None:
                     "flag --webhook-allow-cascading-deletion",
                 )
             )
-    for quota in snapshot.quotas:
-        not_carried.append(
-            NotCarried(
-                f"HierarchicalResourceQuota {_namespace(quota)}/{_name(quota)}",
-                "Accurate has no quota across a subtree; propagate a ResourceQuota to each "
-                "namespace instead (the ResourceQuotas HNC made for it stay, but are no "
-                "longer updated)",
+
+
+# Hierarchical quotas
+
+
+def _quota_writes(snapshot: HncSnapshot, not_carried: list[NotCarried]) -> list[CreateQuota]:
+    """HNC's HRQs as Accurate's (the spec is the same; only the apiVersion changes), those
+    already there left out."""
+    if snapshot.accurate_quotas is None:
+        for hnc_quota in snapshot.quotas:
+            not_carried.append(
+                NotCarried(
+                    f"HierarchicalResourceQuota {_namespace(hnc_quota)}/{_name(hnc_quota)}",
+                    "Accurate's hierarchical quotas are not installed (CRD "
+                    "hierarchicalresourcequotas.quota.accurate.cybozu.com: controller/config/"
+                    "quota, or the chart's quota.enabled); install them and run import-hnc "
+                    "again. Until then HNC's ResourceQuota limits each namespace on its own",
+                )
             )
-        )
+        return []
+    existing = {(_namespace(o), _name(o)): o for o in snapshot.accurate_quotas}
+    writes = []
+    for hnc_quota in snapshot.quotas:
+        key = (_namespace(hnc_quota), _name(hnc_quota))
+        spec = {k: v for k, v in _spec(hnc_quota).items() if k in ("hard", "scopeSelector")}
+        what = f"HierarchicalResourceQuota {key[0]}/{key[1]}"
+        try:
+            wanted = read_hrq({"metadata": _metadata(hnc_quota), "spec": spec})
+        except QuotaError as error:
+            not_carried.append(NotCarried(what, f"its spec cannot be carried over: {error}"))
+            continue
+        ours = existing.get(key)
+        if ours is None:
+            writes.append(CreateQuota(key[0], key[1], spec))
+        elif _quota_differs(ours, wanted.hard, wanted.scope_selector):
+            not_carried.append(
+                NotCarried(what, "Accurate's HRQ of that name has another spec; it is kept")
+            )
+    return writes
+
+
+def _quota_differs(ours: Obj, hard: Mapping[str, Any], scope: Any) -> bool:
+    try:
+        found = read_hrq(ours)
+    except QuotaError:
+        return True
+    values = {r: q.value for r, q in found.hard.items()}
+    return values != {r: q.value for r, q in hard.items()} or found.scope_selector != scope
+
+
+def _quota_removals(snapshot: HncSnapshot) -> tuple[list[DeleteHncQuota], list[str]]:
+    """HNC's ResourceQuotas (found by its label) that may go: in each namespace, once the
+    ResourceQuotas Accurate's controller keeps there have been counted by kube-apiserver for
+    every resource HNC's limits, so that the namespace is never left without a limit; and the
+    namespaces where one must wait (none when Accurate's HRQs are not installed: nothing
+    will count there until they are, and the plan says so)."""
+    if snapshot.accurate_quotas is None:
+        return [], []
+    counting: dict[str, set[str]] = {}
+    for rq in snapshot.resource_quotas:
+        used = (rq.get("status") or {}).get("used")
+        if hrq_of_quota(rq) is not None and used is not None:
+            counting.setdefault(_namespace(rq), set()).update(used)
+    removals, waiting = [], []
+    for rq in snapshot.resource_quotas:
+        if labels_of(rq).get(HNC_QUOTA_LABEL) != "true":
+            continue
+        if set(_spec(rq).get("hard") or {}) <= counting.get(_namespace(rq), set()):
+            removals.append(DeleteHncQuota(rq, _namespace(rq), _name(rq)))
+        else:
+            waiting.append(_namespace(rq))
+    return removals, sorted(waiting)
 
 
 # Field ownership
@@ -919,6 +1043,8 @@ def plan_import(snapshot: HncSnapshot, kinds: Kinds) -> Plan:
         sources.extend(made_sources)
     labels, annotations = _managed_keys(snapshot, owns, not_carried)
     _leftovers(snapshot, not_carried)
+    quotas = _quota_writes(snapshot, not_carried)
+    removals, waiting = _quota_removals(snapshot)
     tree_labels = _tree_labels(snapshot)
     config = Config(
         label_keys=tuple(_literal(key) for key in sorted(labels)),
@@ -936,6 +1062,9 @@ def plan_import(snapshot: HncSnapshot, kinds: Kinds) -> Plan:
         tuple(not_carried),
         (tree_labels,) if tree_labels else (),
         tuple(_takeovers(tree, labels, annotations)),
+        tuple(quotas),
+        tuple(removals),
+        tuple(waiting),
     )
 
 

@@ -616,3 +616,34 @@ def applying(
     """The HRQs that limit ``namespace``, nearest first, each with what its whole subtree
     uses: what ``ns describe`` and a quota view show for one namespace."""
     return [(hrq, tree_used(forest, hrq, usage)) for hrq in covering(forest, hrqs, namespace)]
+
+
+class Headroom(NamedTuple):
+    """What one HRQ still lets a namespace use of one resource: ``hard - used`` over the
+    HRQ's whole subtree (negative when it is over its limit)."""
+
+    hrq: Hrq
+    used: Quantity
+    left: Quantity
+
+
+def tightest(applied: Iterable[tuple[Hrq, ResourceList]]) -> dict[str, Headroom]:
+    """Per resource, the HRQ that leaves a namespace the least of it: the limit its next write
+    meets first. ``applied`` are the HRQs that limit the namespace, nearest first, each with
+    what its subtree uses (as ``applying`` gives them, or as their statuses say).
+
+    The least left wins, not the lowest ``hard``: a parent's HRQ nearly spent by siblings
+    binds before a child's small one. Scoped HRQs take no part, as they limit only what their
+    scopes select; a resource whose use is not known is left out; on a tie the nearest wins.
+    """
+    found: dict[str, Headroom] = {}
+    for hrq, used in applied:
+        if hrq.scope_selector:
+            continue
+        for resource, limit in hard_items(hrq):
+            if resource not in used:
+                continue
+            left = limit - used[resource]
+            if resource not in found or left.value < found[resource].left.value:
+                found[resource] = Headroom(hrq, used[resource], left)
+    return dict(sorted(found.items()))

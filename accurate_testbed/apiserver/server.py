@@ -7,6 +7,7 @@ users and their kubeconfigs, fault injection and the request log.
 
 from __future__ import annotations
 
+import gzip
 import json
 import secrets
 import socket
@@ -54,6 +55,11 @@ from accurate_testbed.apiserver.termination import Termination
 from accurate_testbed.apiserver.watch import WatchOptions, stream
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# kube-apiserver's response compression (APIResponseCompression, on by default since 1.16):
+# a response whose body is over 128 KiB is gzipped, at level 1, for a client whose
+# Accept-Encoding lists gzip; watches are never compressed (responsewriters/writers.go).
+GZIP_THRESHOLD = 128 * 1024
+GZIP_LEVEL = 1
 PANIC_TEXT = "This request caused apiserver to panic. Look in the logs for details.\n"
 
 
@@ -219,10 +225,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_json(self, code: int, body: Any) -> None:
         data = json.dumps(body, separators=(",", ":")).encode()
+        compressed = len(data) > GZIP_THRESHOLD and _asks_for_gzip(self.headers)
+        if compressed:
+            data = gzip.compress(data, GZIP_LEVEL)
         self.send_response(code)
         for warning in self._warnings:
             self.send_header("Warning", _warning_header(warning))
         self.send_header("Content-Type", "application/json")
+        if compressed:
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Vary", "Accept-Encoding")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
@@ -527,6 +539,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
         self.close_connection = True
+
+
+def _asks_for_gzip(headers: Any) -> bool:
+    """kube-apiserver's test: one of the comma-separated Accept-Encoding tokens is exactly
+    ``gzip`` once trimmed (a ``gzip;q=1`` does not count)."""
+    return any(
+        token.strip() == "gzip" for token in (headers.get("Accept-Encoding") or "").split(",")
+    )
 
 
 def _typed_item(item: dict[str, Any]) -> dict[str, Any]:

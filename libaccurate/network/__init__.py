@@ -2,7 +2,7 @@
 
 Everything else in libaccurate is pure rules over plain dicts. This package holds the client the
 plugin and the controller share (``kube``), the kubeconfig it reads (``kubeconfig``, with the
-plain YAML reader ``plain_yaml``) and the HTTP/1.1 connection it speaks over
-(``http_connection``), so that compression, proxies and whatever transport feature comes next
-land in one place.
+plain YAML reader ``plain_yaml``), the HTTP/1.1 connection it speaks over (``http_connection``,
+which also inflates gzip bodies), the proxy kubectl would go through (``proxies``) and the
+tunnels through it (``tunnels``): whatever transport feature comes next lands here too.
 """

@@ -6,19 +6,23 @@ Why not ``http.client``: it parses response headers with the ``email`` package, 
 API server's responses need none of it: a status line, ``Name: value`` lines, and one of three
 framings. What this connection does is what the adapter used of ``http.client``: keep-alive,
 TLS with the server name of our choice, a timeout on the connect and on each read, whole bodies
-and streamed ones (watches). Header names are compared without case; a header sent twice is
-joined with commas, as RFC 9110 allows for the headers read here.
+and streamed ones (watches), and bodies in gzip (``Content-Encoding: gzip``, which
+kube-apiserver sends for responses over 128 KiB to a client that asks), inflated as they arrive.
+Header names are compared without case; a header sent twice is joined with commas, as RFC 9110
+allows for the headers read here.
 """
 
 from __future__ import annotations
 
 import socket
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     import ssl
     from io import BufferedReader
+
+    from libaccurate.network.proxies import Proxy
 
 # Limits on what the server may send before its body, as http.client has.
 MAX_LINE = 65536
@@ -27,18 +31,31 @@ MAX_HEADERS = 100
 _NO_BODY = frozenset({204, 304})
 
 
+class Socket(Protocol):
+    """What a connection uses of its socket: a real one, or TLS inside a proxy's TLS tunnel
+    (``libaccurate.network.tunnels``)."""
+
+    def sendall(self, data: bytes, /) -> None: ...
+    def settimeout(self, timeout: float | None, /) -> None: ...
+    def makefile(self, mode: Literal["rb"]) -> BufferedReader: ...
+    def fileno(self) -> int: ...
+    def close(self) -> None: ...
+
+
 class ProtocolError(OSError):
     """The server's answer broke HTTP/1.1 or stopped short: an OSError, as a connection reset
     is, because the caller treats both alike (the connection is closed, not reused)."""
 
 
 class Response:
-    """A response whose body is read once, whole (``read``) or as it arrives (``read1``)."""
+    """A response whose body is read once, whole (``read``) or as it arrives (``read1``), decoded
+    from its content coding: the caller sees the representation, never gzip."""
 
     def __init__(self, status: int, headers: dict[str, str], body: _Body) -> None:
         self.status = status
         self.headers = headers
-        self._body = body
+        self._framed = body
+        self._body = _decoded(body, headers.get("content-encoding", ""))
 
     def read(self) -> bytes:
         """The rest of the body."""
@@ -50,13 +67,16 @@ class Response:
 
     @property
     def done(self) -> bool:
-        return self._body.left == 0
+        """The body has been read to its end on the wire, so the connection may carry another."""
+        return self._framed.left == 0
 
 
 class Connection:
     """A keep-alive connection to ``host``:``port``, opened on the first request; over TLS when
-    a context is given, checking the certificate for ``server_name``. ``sock`` is None while
-    closed. One request at a time, each response read to its end before the next request."""
+    a context is given, checking the certificate for ``server_name``; through ``proxy`` when one
+    is given (a CONNECT tunnel for TLS, else requests in absolute form, as Go's transport).
+    ``sock`` is None while closed. One request at a time, each response read to its end before
+    the next request."""
 
     def __init__(
         self,
@@ -65,10 +85,12 @@ class Connection:
         authority: str,
         tls: ssl.SSLContext | None = None,
         server_name: str | None = None,
+        proxy: Proxy | None = None,
     ) -> None:
         self.host, self.port, self.authority = host, port, authority
         self._tls, self._server_name = tls, server_name
-        self.sock: socket.socket | None = None
+        self._proxy = proxy
+        self.sock: Socket | None = None
         self._reader: BufferedReader | None = None
         self._keep = False
         self._response: Response | None = None
@@ -89,7 +111,12 @@ class Connection:
     ) -> Response:
         """Send one request and read the response's status and headers; its body is left to
         read. ``timeout`` bounds the connect and each read."""
+        forwarded = self._proxy is not None and self._tls is None
+        if forwarded:
+            target = f"http://{self.authority}{target}"
         lines = [f"{method} {target} HTTP/1.1", f"Host: {self.authority}"]
+        if forwarded and self._proxy and self._proxy.authorization:
+            lines.append(f"Proxy-Authorization: {self._proxy.authorization}")
         for name, value in headers:
             if "\r" in value or "\n" in value:  # it would end the header and start another
                 raise ValueError(f"the {name} header holds a line break")
@@ -100,7 +127,7 @@ class Connection:
         assert self.sock is not None and self._reader is not None
         self.sock.settimeout(timeout)
         self.sock.sendall(head + (body or b""))
-        status, fields, keep = _head(self._reader)
+        status, _, fields, keep = read_head(self._reader)
         framed = _body(self._reader, method, status, fields)
         self._keep = keep and not isinstance(framed, _UntilClose)
         self._response = Response(status, fields, framed)
@@ -115,16 +142,39 @@ class Connection:
             sock.close()
 
     def _open(self, timeout: float | None) -> None:
-        sock = socket.create_connection((self.host, self.port), timeout)
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._proxy is not None:
+            from libaccurate.network.tunnels import through
+
+            opened = through(
+                self._proxy, (self.host, self.port), timeout, self._tls, self._server_name
+            )
+        else:
+            opened = open_socket(self.host, self.port, timeout)
             if self._tls is not None:
-                sock = self._tls.wrap_socket(sock, server_hostname=self._server_name)
-        except BaseException:
-            sock.close()
-            raise
-        self.sock = sock
-        self._reader = sock.makefile("rb")
+                opened = secure(opened, self._tls, self._server_name)
+        self.sock = opened
+        self._reader = opened.makefile("rb")
+
+
+def open_socket(host: str, port: int, timeout: float | None) -> socket.socket:
+    """A TCP connection, each write sent at once (no wait for the peer's delayed ACK)."""
+    sock = socket.create_connection((host, port), timeout)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def secure(sock: socket.socket, tls: ssl.SSLContext, server_name: str | None) -> socket.socket:
+    """TLS over ``sock``, its certificate checked for ``server_name``; ``sock`` closed on
+    failure."""
+    try:
+        return tls.wrap_socket(sock, server_hostname=server_name)
+    except BaseException:
+        sock.close()
+        raise
 
 
 def _line(reader: BufferedReader) -> bytes:
@@ -134,15 +184,15 @@ def _line(reader: BufferedReader) -> bytes:
     return line
 
 
-def _head(reader: BufferedReader) -> tuple[int, dict[str, str], bool]:
-    """Status, headers and whether the connection stays open, of the first final response
-    (informational ones, such as 100 Continue, are read past)."""
+def read_head(reader: BufferedReader) -> tuple[int, str, dict[str, str], bool]:
+    """Status, reason phrase, headers and whether the connection stays open, of the first final
+    response (informational ones, such as 100 Continue, are read past)."""
     while True:
         line = _line(reader)
         if not line:
             raise ProtocolError("the server closed the connection without answering")
         version, _, rest = line.decode("latin-1").rstrip("\r\n").partition(" ")
-        code = rest.partition(" ")[0]
+        code, _, reason = rest.partition(" ")
         if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
             raise ProtocolError(f"not an HTTP/1.1 status line: {line[:80]!r}")
         status = int(code)
@@ -151,7 +201,7 @@ def _head(reader: BufferedReader) -> tuple[int, dict[str, str], bool]:
             break
     tokens = {token.strip().lower() for token in fields.get("connection", "").split(",")}
     keep = "keep-alive" in tokens if version == "HTTP/1.0" else "close" not in tokens
-    return status, fields, keep
+    return status, reason, fields, keep
 
 
 def _fields(reader: BufferedReader) -> dict[str, str]:
@@ -257,3 +307,48 @@ class _UntilClose(_Body):
         if not data:
             self.left = 0
         return data
+
+
+def _decoded(framed: _Body, codings: str) -> _Body:
+    """The body as its content codings leave it: gzip is inflated, no coding is the body itself.
+    Only gzip is ever asked for (``Accept-Encoding``), so any other coding is a broken answer."""
+    coding = codings.strip().lower()
+    if coding in ("", "identity"):
+        return framed
+    if coding in ("gzip", "x-gzip"):
+        return _Gunzipped(framed)
+    raise ProtocolError(f"a body in the {codings!r} coding, which was never asked for")
+
+
+class _Gunzipped(_Body):
+    """A gzip body inflated as it arrives. zlib is imported here, for the responses that need it:
+    small ones (kube-apiserver compresses only past 128 KiB) cost no import."""
+
+    def __init__(self, framed: _Body) -> None:
+        import zlib
+
+        super().__init__(framed.reader)
+        self._framed = framed
+        self._inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # 16: a gzip header and trailer
+        self._broken = zlib.error
+
+    def read1(self, size: int) -> bytes:
+        while self.left != 0:
+            pending = self._inflater.unconsumed_tail or self._framed.read1(max(size, MAX_LINE))
+            if not pending:
+                self._end()
+                return b""
+            try:
+                inflated = self._inflater.decompress(pending, size)
+            except self._broken as error:
+                raise ProtocolError(f"a gzip body that does not inflate: {error}") from error
+            if self._inflater.unused_data:
+                raise ProtocolError("bytes after the end of a gzip body")
+            if inflated:
+                return inflated
+        return b""
+
+    def _end(self) -> None:
+        if not self._inflater.eof:
+            raise ProtocolError("the gzip body stopped before its end")
+        self.left = 0

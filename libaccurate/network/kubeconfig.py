@@ -30,11 +30,16 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from libaccurate.network import plain_yaml
 
+if TYPE_CHECKING:
+    from libaccurate.network.proxies import Proxy
+
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+# The environment variables that may choose a proxy (libaccurate.network.proxies).
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 DEFAULT_KUBECONFIG = "~/.kube/config"
 # How often a token file is read again, as client-go does for rotated tokens.
 TOKEN_REREAD_SECONDS = 60.0
@@ -79,6 +84,7 @@ class ConnectionOptions(NamedTuple):
     impersonate: str | None = None
     impersonate_groups: tuple[str, ...] = ()
     namespace: str | None = None
+    disable_compression: bool = False
 
 
 class Credentials(NamedTuple):
@@ -107,6 +113,11 @@ class Credentials(NamedTuple):
     namespace: str = "default"
     # The kubeconfig's name for whom (its user entry), for servers that cannot say who you are.
     user_entry: str | None = None
+    # The proxy to go through (the cluster's proxy-url, else the environment's), None for none.
+    proxy: Proxy | None = None
+    # Whether to ask for gzip: kubectl's --disable-compression, or the cluster's
+    # disable-compression, turns it off.
+    compression: bool = True
 
     def __repr__(self) -> str:
         """Every field but the secrets, so that no log or traceback shows them."""
@@ -263,7 +274,12 @@ def _choose(config: _Kubeconfig, options: ConnectionOptions) -> Credentials:
     _check_user(user_name, user)
     namespace = options.namespace or _text(context.get("namespace")) or "default"
     found = _credentials(cluster_name, cluster, user_name, user)
-    return found._replace(namespace=namespace, user_entry=user_name or None)
+    return found._replace(
+        namespace=namespace,
+        user_entry=user_name or None,
+        proxy=_proxy(found.host, _text(cluster.get("proxy-url")), cluster_name),
+        compression=not (options.disable_compression or cluster.get("disable-compression") is True),
+    )
 
 
 def _context_name(config: _Kubeconfig, options: ConnectionOptions) -> str:
@@ -505,6 +521,15 @@ def _package_token(configuration: Any) -> Callable[[], str]:
     return token
 
 
+def _proxy(host: str, proxy_url: str, cluster_name: str) -> Proxy | None:
+    """The proxy kubectl would go through; the rules are loaded only when a proxy is set."""
+    if not proxy_url and not any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return None
+    from libaccurate.network.proxies import choose_proxy
+
+    return choose_proxy(host, proxy_url, cluster_name, os.environ)
+
+
 def _in_cluster_possible() -> bool:
     """client-go's test: the service's address in the environment and a token file mounted."""
     return bool(
@@ -532,12 +557,15 @@ def _in_cluster(options: ConnectionOptions) -> Credentials:
         raise KubeError(
             f"cannot use the service account in {SERVICE_ACCOUNT_DIR}: {error}"
         ) from None
+    proxy = _proxy(configuration.host, "", "")
     return Credentials(
         host=configuration.host,
         ca_file=options.certificate_authority or configuration.ssl_ca_cert,
         token=options.token,
         token_source=None if options.token else _package_token(configuration),
         namespace=options.namespace or _pod_namespace(),
+        proxy=proxy,
+        compression=not options.disable_compression,
     )
 
 

@@ -223,3 +223,57 @@ def test_a_body_goes_after_the_head(peer: Peer) -> None:
     headers = [("Content-Type", "application/json"), ("Content-Length", "7")]
     response = connection.request("POST", "/x", headers, b'{"a":1}', TIMEOUT)
     assert (response.status, response.read()) == (201, b"{}")
+
+
+def _gzipped(text: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(text, 1)
+
+
+GZIP_HEAD = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n"
+ZIPPED = _gzipped(b'{"items":[' + b'{"a":1},' * 5000 + b'{"a":1}]}')
+
+
+@answers(
+    GZIP_HEAD + b"Content-Length: %d\r\n\r\n" % len(ZIPPED) + ZIPPED,
+    GZIP_HEAD
+    + b"Transfer-Encoding: chunked\r\n\r\n"
+    + b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (ZIPPED[:7], ZIPPED[7:]))
+    + b"0\r\n\r\n",
+    OK,
+)
+def test_a_gzip_body_is_inflated_whatever_its_framing_and_the_connection_stays_usable(
+    peer: Peer,
+) -> None:
+    connection = peer.connection()
+    expected = b'{"items":[' + b'{"a":1},' * 5000 + b'{"a":1}]}'
+    assert get(connection) == (200, expected)
+    assert get(connection) == (200, expected)
+    assert connection.reusable
+    assert get(connection) == (200, b"hello")
+
+
+STREAM = _gzipped(b'{"type":"ADDED"}\n')
+
+
+@answers(GZIP_HEAD + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(STREAM), STREAM))
+def test_a_gzip_stream_gives_what_has_arrived_inflated_without_waiting(peer: Peer) -> None:
+    response = peer.connection().request("GET", "/watch", [], None, TIMEOUT)
+    assert response.read1(65536) == b'{"type":"ADDED"}\n'  # the stream goes on: no block
+
+
+@pytest.mark.parametrize(
+    "peer",
+    [
+        [GZIP_HEAD + b"Content-Length: 20\r\n\r\n" + ZIPPED[:20], None],
+        [GZIP_HEAD + b"Content-Length: 9\r\n\r\nnot gzip!"],
+        [GZIP_HEAD + b"Content-Length: %d\r\n\r\n" % (len(ZIPPED) + 3) + ZIPPED + b"xyz"],
+        [b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 2\r\n\r\nab"],
+    ],
+    indirect=True,
+    ids=["gzip-short", "not-gzip", "after-the-end", "unasked-coding"],
+)
+def test_a_compressed_body_that_is_broken_fails_as_an_os_error(peer: Peer) -> None:
+    with pytest.raises(ProtocolError):
+        get(peer.connection())

@@ -37,8 +37,10 @@ from libaccurate.constants import (
 from libaccurate.network.kube import ApiError, Kube, resource_path
 from tests.e2e.cli import failed, plugin_env, run_plugin, succeeded
 from tests.e2e.controller import Controllers, Scene
+from tests.e2e.test_hierarchical_quotas import hrq_crd
 from tests.e2e.webhooks import Webhooks, connect
 
+__all__ = ["hrq_crd"]
 HNC = "hnc.x-k8s.io/v1alpha2"
 HNC_CRDS = Path(__file__).with_name("hnc_crds.yaml")
 INHERITED_FROM = "hnc.x-k8s.io/inherited-from"
@@ -264,7 +266,10 @@ def test_import_hands_hncs_tree_and_copies_to_accurate_without_losing_one(
     plan = import_hnc(cluster)
     assert f"would label namespace {tree.team}: set {LABEL_TYPE}=root" in plan
     assert f"would create SubNamespace {tree.team}/{tree.dev} with labels env=dev\n" in plan
-    assert f"HierarchicalResourceQuota {tree.team}/pods: Accurate has no quota" in plan
+    assert (
+        f"HierarchicalResourceQuota {tree.team}/pods: Accurate's hierarchical quotas are not "
+        "installed"
+    ) in plan
     assert (
         f"  SubnamespaceAnchor {tree.team}/{tree.dev}: label {TIER}=free: HNC gives namespace "
         f"{tree.dev} {tree.team}'s {TIER}=gold, as an ancestor's managed label wins"
@@ -324,6 +329,78 @@ def test_import_hands_hncs_tree_and_copies_to_accurate_without_losing_one(
     asked = scene.subnamespace(tree.dev, "asked", labels={TIER: "free"})
     scene.settle(tree.dev, asked)
     assert scene.labels(asked)[TIER] == scene.labels(tree.dev)[TIER] == "gold"
+
+
+def test_hncs_hrqs_are_carried_over_and_its_quotas_go_once_accurates_count(
+    hnc_api: bool,
+    hrq_crd: None,
+    webhooks: Webhooks,
+    controllers: Controllers,
+    scene: Scene,
+    cluster: Cluster,
+) -> None:
+    """HNC's HRQ team/pods becomes Accurate's; the ResourceQuota HNC made for it in each
+    namespace of the tree stays until Accurate's controller has made and kube-apiserver has
+    counted its own there, and then goes, in a second run."""
+    tree = hnc_tree(scene)
+    chain = (tree.team, *tree.below)
+    scene.apply(*(_hnc_quota(name) for name in chain))
+    plan = import_hnc(cluster)
+    assert f"would create HierarchicalResourceQuota {tree.team}/pods (pods=20)" in plan
+    assert "delete ResourceQuota" not in plan
+
+    applied = import_hnc(cluster, "--apply")
+    assert "run `kubectl accurate import-hnc --apply` again" in applied
+    ours = scene.get(_hrq_path(tree.team)) or {}
+    assert ours["spec"] == {"hard": {"pods": "20"}}
+    assert all(scene.get(_quota_path(name, HNC_QUOTA)) for name in chain)
+
+    config = yaml.safe_load(import_hnc(cluster, "-o", "yaml"))["config"]
+    controllers.start(config)
+    scene.settle(tree.team, tree.dev)
+    counted = f"hrq.{tree.team}.pods"
+    scene.wait(
+        lambda: all(
+            "used" in ((scene.get(_quota_path(name, counted)) or {}).get("status") or {})
+            for name in chain
+        ),
+        "Accurate's ResourceQuotas to be counted in the whole tree",
+    )
+    again = import_hnc(cluster, "--apply")
+    for name in chain:
+        assert f"  delete ResourceQuota {name}/{HNC_QUOTA} (HNC's, for its HRQs" in again
+        assert scene.get(_quota_path(name, HNC_QUOTA)) is None
+        assert scene.get(_quota_path(name, counted)) is not None
+    assert import_hnc(cluster, "--apply").startswith("nothing to do")
+
+
+HNC_QUOTA = "hrq.hnc.x-k8s.io"
+
+
+def _hnc_quota(namespace: str) -> dict[str, Any]:
+    """The ResourceQuota HNC keeps in each namespace under its HRQs: the tightest hard of
+    those above, its cleanup label, and an exception so that HNC never propagates it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {
+            "name": HNC_QUOTA,
+            "namespace": namespace,
+            "labels": {"hnc.x-k8s.io/hrq": "true"},
+            "annotations": {"propagate.hnc.x-k8s.io/none": "true"},
+        },
+        "spec": {"hard": {"pods": "20"}},
+    }
+
+
+def _quota_path(namespace: str, name: str) -> str:
+    return resource_path("", "v1", "resourcequotas", namespace, name)
+
+
+def _hrq_path(namespace: str) -> str:
+    return resource_path(
+        "quota.accurate.cybozu.com", "v1alpha1", "hierarchicalresourcequotas", namespace, "pods"
+    )
 
 
 def test_keys_hnc_wrote_follow_moves_and_removals_once_imported(

@@ -76,3 +76,52 @@ def test_webhook_series_append_to_the_controllers_as_one_valid_exposition() -> N
     assert found[("accurate_webhook_requests_total", (("allowed", "false"), path))] == 1
     assert found[("accurate_webhook_duration_seconds_count", (path,))] == 2
     assert found[("accurate_reconcile_passes_total", ())] == 0
+
+
+def hrq(namespace: str, name: str, hard: dict[str, str], used: dict[str, str] | None) -> dict:
+    obj: dict = {"metadata": {"namespace": namespace, "name": name}, "spec": {"hard": hard}}
+    if used is not None:
+        obj["status"] = {"hard": hard, "used": used}
+    return obj
+
+
+def test_hrqs_are_exposed_as_kube_state_metrics_exposes_resource_quotas() -> None:
+    """kube_resourcequota{namespace, resourcequota, resource, type="hard"|"used"}: the same
+    shape, one sample per HRQ, resource and type, quantities as plain numbers."""
+    hrqs = [
+        hrq("team-a", "compute", {"requests.cpu": "1.5", "requests.memory": "2Gi"}, None),
+        hrq("team-b", "pods", {"pods": "10"}, {"pods": "3"}),
+    ]
+    metrics = Metrics()
+    metrics.track_hrqs(lambda: hrqs)
+    found = {
+        k: v for k, v in samples(metrics).items() if k[0] == "accurate_hierarchicalresourcequota"
+    }
+
+    def key(namespace: str, name: str, resource: str, kind: str) -> tuple:
+        labels = {"namespace": namespace, "hierarchicalresourcequota": name}
+        labels.update(resource=resource, type=kind)
+        return ("accurate_hierarchicalresourcequota", tuple(sorted(labels.items())))
+
+    assert found == {
+        key("team-a", "compute", "requests.cpu", "hard"): 1.5,
+        key("team-a", "compute", "requests.memory", "hard"): 2 * 2**30,
+        key("team-b", "pods", "pods", "hard"): 10,
+        key("team-b", "pods", "pods", "used"): 3,
+    }
+    hrqs[0] = hrq("team-a", "compute", {"requests.cpu": "1500m"}, {"requests.cpu": "250m"})
+    del hrqs[1]
+    found = {
+        k: v for k, v in samples(metrics).items() if k[0] == "accurate_hierarchicalresourcequota"
+    }
+    assert found == {
+        key("team-a", "compute", "requests.cpu", "hard"): 1.5,
+        key("team-a", "compute", "requests.cpu", "used"): 0.25,
+    }
+
+
+def test_an_hrq_whose_spec_cannot_be_read_has_no_samples() -> None:
+    metrics = Metrics()
+    metrics.track_hrqs(lambda: [hrq("team-a", "bad", {"pods": "lots"}, {"pods": "1"})])
+    assert not any(k[0] == "accurate_hierarchicalresourcequota" for k in samples(metrics))
+    assert b"# TYPE accurate_hierarchicalresourcequota gauge" in metrics.exposition()[0]

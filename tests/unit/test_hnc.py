@@ -5,6 +5,7 @@ planner and checks that it adopts HNC's copies in place: nothing deleted, nothin
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,8 @@ from libaccurate.hnc import (
     EXCEPTION_NONE,
     EXCEPTION_SELECT,
     EXCEPTION_TREE_SELECT,
+    HNC_QUOTA_LABEL,
+    HNC_QUOTA_NAME,
     LABEL_INHERITED_FROM,
     HncSnapshot,
     Kinds,
@@ -41,6 +44,7 @@ from libaccurate.hnc import (
     propagated_kinds,
 )
 from libaccurate.planner import plan as accurate_plan
+from libaccurate.quota import ANNOTATION_HRQ, LABEL_HRQ_NAMESPACE
 from tests.unit.planner_world import ROLE, SECRET, World, settle
 
 Obj = dict[str, Any]
@@ -557,7 +561,82 @@ def test_what_accurate_has_no_equivalent_for_is_reported() -> None:
     found = reasons(hnc.plan())
 
     assert "allow-cascading-deletion" in found["allowCascadingDeletion on namespace team"]
-    assert "no quota across a subtree" in found["HierarchicalResourceQuota team/cpu"]
+    assert "hierarchical quotas are not installed" in found["HierarchicalResourceQuota team/cpu"]
+
+
+def hnc_quota(namespace: str, name: str, **hard: str) -> Obj:
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": {"hard": hard}}
+
+
+def resource_quota(namespace: str, name: str, labels: dict[str, str], **used: str) -> Obj:
+    hard = {resource: "1E" for resource in used}
+    status = {"status": {"hard": hard, "used": used}} if used else {}
+    meta = {"name": name, "namespace": namespace, "labels": labels, "uid": f"uid-{namespace}"}
+    return {"metadata": meta, "spec": {"hard": hard}, **status}
+
+
+def accurate_quota(namespace: str, hrq: tuple[str, str], **used: str) -> Obj:
+    obj = resource_quota(namespace, f"hrq.{hrq[0]}.{hrq[1]}", {LABEL_HRQ_NAMESPACE: hrq[0]}, **used)
+    obj["metadata"]["annotations"] = {ANNOTATION_HRQ: f"{hrq[0]}/{hrq[1]}"}
+    return obj
+
+
+def hncs_quota(namespace: str, **hard: str) -> Obj:
+    obj = resource_quota(namespace, HNC_QUOTA_NAME, {HNC_QUOTA_LABEL: "true"})
+    obj["spec"]["hard"] = hard
+    return obj
+
+
+def test_hncs_hrqs_become_accurates_with_the_same_spec_once() -> None:
+    hnc = team()
+    hnc.quotas.append(hnc_quota("team", "compute", pods="20", **{"requests.cpu": "1.5"}))
+    hnc.quotas.append(hnc_quota("team", "broken", pods="lots"))
+    snapshot = dataclasses.replace(hnc.snapshot(), accurate_quotas=[])
+    plan = plan_import(snapshot, KINDS)
+
+    (created,) = plan.quotas
+    assert created.body() == {
+        "apiVersion": "quota.accurate.cybozu.com/v1alpha1",
+        "kind": "HierarchicalResourceQuota",
+        "metadata": {"namespace": "team", "name": "compute"},
+        "spec": {"hard": {"pods": "20", "requests.cpu": "1.5"}},
+    }
+    assert created.describe() == (
+        "create HierarchicalResourceQuota team/compute (pods=20, requests.cpu=1.5)"
+    )
+    assert "cannot be carried over" in reasons(plan)["HierarchicalResourceQuota team/broken"]
+    again = dataclasses.replace(snapshot, accurate_quotas=[created.body()])
+    assert plan_import(again, KINDS).quotas == ()
+    changed = created.body()
+    changed["spec"] = {"hard": {"pods": "5"}}
+    other = plan_import(dataclasses.replace(snapshot, accurate_quotas=[changed]), KINDS)
+    assert other.quotas == ()
+    assert "another spec" in reasons(other)["HierarchicalResourceQuota team/compute"]
+
+
+def test_hncs_resource_quotas_go_only_where_accurates_count_what_they_limit() -> None:
+    hnc = team()
+    hrq = ("team", "compute")
+    snapshot = dataclasses.replace(
+        hnc.snapshot(),
+        accurate_quotas=[],
+        resource_quotas=[
+            hncs_quota("team", pods="20", **{"requests.cpu": "1"}),
+            hncs_quota("dev", pods="20"),
+            hncs_quota("tools", pods="20"),
+            accurate_quota("team", hrq, pods="1", **{"requests.cpu": "0"}),
+            accurate_quota("dev", hrq, **{"requests.cpu": "0"}),
+            resource_quota("tools", "someone-elses", {}, pods="0"),
+        ],
+    )
+    plan = plan_import(snapshot, KINDS)
+    assert [(r.namespace, r.name) for r in plan.quota_removals] == [("team", HNC_QUOTA_NAME)]
+    assert (
+        plan.quota_removals[0]
+        .describe()
+        .startswith(f"delete ResourceQuota team/{HNC_QUOTA_NAME} (HNC's, for its HRQs")
+    )
+    assert plan.quotas_waiting == ("dev", "tools")
 
 
 def test_propagated_kinds_come_from_hnc_config_and_discovery() -> None:
