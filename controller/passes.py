@@ -110,6 +110,10 @@ class Passes:
             on_plan(planned)
             held = hold(planned)
             report = applier.apply(planned, snapshot, held)
+            if self.quotas is not None and planned.forest is not None:
+                # Namespaces created in this pass get their ResourceQuotas in it, not the next.
+                new = {name for name in planned.waiting if name not in (snapshot.forest or ())}
+                self.quotas.keep_new(planned.forest, new)
         except Exception:
             # A bug in one pass must not stop the controller; the next pass starts afresh.
             log.exception("reconcile pass failed", extra={"lane": lane})
@@ -149,6 +153,8 @@ class Passes:
             propagate_generated=self.owners is not None,
             forest=forest,
             scope=None if changes is None else affected(forest, namespaces_of(changes)),
+            hrqs=self.quotas.hrqs() if self.quotas is not None else (),
+            hrq_quotas=self.quotas.kept() if self.quotas is not None else (),
         )
 
     def _report_problems(self, planned: Plan) -> None:
