@@ -133,6 +133,16 @@ class Team:
         asked = ("auth", "can-i", "list", quota.CRD_NAME, "-n", namespace, "--as", self.user)
         return kubectl(self.scene.cluster.kubeconfig, *asked).stdout.strip() == "yes"
 
+    def busy_root(self) -> str:
+        """A root of its own, under an HRQ of 5 pods that counts the one running there: a
+        namespace to move into a full subtree."""
+        other = self.scene.root("other")
+        self.hrq(other, "own", pods="5")
+        self.counted((other, "own"), other)
+        self.scene.kubectl("run", self.scene.name("busy"), "--image=nginx", "-n", other)
+        self.wait_used(other, "own", pods="1")
+        return other
+
     def pod(self, namespace: str, prefix: str = "web", cpu: str | None = None) -> Any:
         """The tenant creates a pod; kubectl's result."""
         container: dict[str, Any] = {"name": "web", "image": "nginx"}
@@ -329,11 +339,7 @@ def test_a_move_into_a_full_subtree_is_refused_with_nothing_written(team: Team) 
     (full,) = team.tree("compute", "full", pods="2")
     created(team.pod(full, "one"))
     created(team.pod(full, "two"))
-    other = scene.root("other")
-    team.hrq(other, "own", pods="5")
-    team.counted((other, "own"), other)
-    scene.kubectl("run", scene.name("busy"), "--image=nginx", "-n", other)
-    team.wait_used(other, "own", pods="1")
+    other = team.busy_root()
     before = (scene.ns(other) or {})["metadata"]["resourceVersion"]
 
     moved = kubectl(
@@ -492,11 +498,7 @@ def test_sub_graft_into_a_full_subtree_is_refused_before_anything_is_written(tea
     scene = team.scene
     (full,) = team.tree("compute", "full", pods="1")
     created(team.pod(full, "one"))
-    other = scene.root("other")
-    team.hrq(other, "own", pods="5")
-    team.counted((other, "own"), other)
-    scene.kubectl("run", scene.name("busy"), "--image=nginx", "-n", other)
-    team.wait_used(other, "own", pods="1")
+    other = team.busy_root()
     before = (scene.ns(other) or {})["metadata"]["resourceVersion"]
 
     grafted = run_plugin("sub", "graft", other, full, kubeconfig=scene.cluster.kubeconfig)
