@@ -45,6 +45,7 @@ def sizes_for(options: argparse.Namespace) -> Sizes:
         converge_objects=scaled(base.converge_objects),
         converge_sources=scaled(base.converge_sources),
         admission=tuple(scaled(size) for size in base.admission),
+        reaction_namespaces=scaled(base.reaction_namespaces),
         link=tuple(scaled(size) for size in base.link),
         link_controller=scaled(base.link_controller),
         runs=options.runs or base.runs,

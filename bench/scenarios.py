@@ -25,11 +25,11 @@ from bench.admission import admission
 from bench.network import network
 from bench.population import secrets_path
 from bench.quota import quota_admission
+from bench.reaction import long_pass, reaction
 from bench.report import Row, median, percentile, seconds
 from bench.startup import startup
 from bench.target import WRITE_VERBS, Target
 from bench.watching import watch_until
-from controller.options import DEFAULT_QPS
 from controller.throttle import Throttle
 from controller.webhook import (
     MUTATE_SUBNAMESPACE_PATH,
@@ -47,6 +47,12 @@ from libaccurate.constants import (
 from libaccurate.network.kube import Kube, resource_path
 
 CONVERGE_TIMEOUT = 600.0
+# The Go Accurate's default request limit before 2026-04, and a value operators still give.
+GO_QPS = 50
+LIMITED = ("--apiserver-qps-throttle", str(GO_QPS))
+# Go Accurate v0.4.0 converging the issue 31 population on a real API server, with the limit.
+GO_CONVERGE = "Go v0.4.0 (real API server): 117 s"
+GO_WRITES = "Go v0.4.0: 16,942-17,007"
 ALL_VERBS = frozenset({"get", "list", "watch", *WRITE_VERBS})
 NAMESPACES_PER_ROOT = 50
 # What the controller logs for each action of a pass, before the pass's closing record.
@@ -74,6 +80,8 @@ class Sizes:
     admission: tuple[int, ...] = (2000, 10000)
     admission_writes: int = 200
     startup_namespaces: int = 100
+    reaction_namespaces: int = 2000
+    reaction_changes: int = 60
     quota: tuple[int, ...] = (2000, 10000)
     quota_hrqs: int = 1000
     quota_writes: int = 200
@@ -98,6 +106,8 @@ QUICK = Sizes(
     tree_subtree=30,
     admission=(100,),
     admission_writes=20,
+    reaction_namespaces=100,
+    reaction_changes=5,
     quota=(300,),
     quota_hrqs=20,
     quota_writes=20,
@@ -194,9 +204,9 @@ def _wait_for_copies(kube: Kube, name: str, value: str, copies: int) -> None:
 def fanout(target: Target, sizes: Sizes) -> list[Row]:
     """2: one update-mode Secret changed in a root of ``fanout`` descendants, against the
     same number of writes sent by a plain script with the controller's client and concurrency.
-    The controller runs without its client-side rate limit (``--apiserver-qps-throttle 0``),
-    so that both are bounded by the server; one more change with the default limit shows
-    what that limit costs."""
+    The controller runs without its client-side rate limit (``--apiserver-qps-throttle 0``,
+    the default), so that both are bounded by the server; one more change with a limit of 50
+    requests a second (the Go default before 2026-04) shows what that limit costs."""
     target.fresh()
     trees = population.forest(target, 1, sizes.fanout + 1)
     (root, descendants), *_ = trees.items()
@@ -226,10 +236,10 @@ def fanout(target: Target, sizes: Sizes) -> list[Row]:
     fan = median([_change(kube, running, root, f"v{run}", copies) for run in range(sizes.runs)])
     writes = target.writes(controller.AGENT)
     running.stop()
-    throttled = controller.start(target)
+    throttled = controller.start(target, *LIMITED)
     limited = _change(kube, throttled, root, "limited", copies)
     throttled.stop()
-    floor = Throttle.for_qps(DEFAULT_QPS).least_time(len(descendants))
+    floor = Throttle.for_qps(GO_QPS).least_time(len(descendants))
     name = f"2 fan-out, {len(descendants)} ns"
     expected = str(len(descendants) * sizes.runs)
     return [
@@ -243,7 +253,7 @@ def fanout(target: Target, sizes: Sizes) -> list[Row]:
         Row(name, f"controller writes for {sizes.runs} changes", _counted(writes), expected),
         Row(
             name,
-            f"controller at the default {DEFAULT_QPS:g} requests/s",
+            f"controller at {GO_QPS} requests/s for each kind",
             seconds(limited),
             f"the limit's floor: {seconds(floor)}",
         ),
@@ -312,21 +322,32 @@ def new_subnamespace(target: Target, sizes: Sizes) -> list[Row]:
 
 
 def converge(target: Target, sizes: Sizes) -> list[Row]:
-    """8: a controller meeting a populated cluster (issue 19): trees of 50 namespaces with a
-    SubNamespace for each sub-namespace, as the Go Accurate leaves them, objects nothing
-    propagates, and update-mode Secrets in every root, copied to every namespace of its tree.
-    The time until every copy is there, and the writes until the controller is quiet, against
-    copies + 2 per sub-namespace (its metadata and its status)."""
+    """8: a controller meeting a populated cluster (issues 19 and 31), without a client-side
+    limit (the default) and with the Go controller's old default of 50 requests a second for
+    each kind."""
+    return [*_converge(target, sizes, ()), *_converge(target, sizes, LIMITED)]
+
+
+def _converge(target: Target, sizes: Sizes, flags: Sequence[str]) -> list[Row]:
+    """Trees of 50 namespaces with a SubNamespace for each sub-namespace, as the Go Accurate
+    leaves them, objects nothing propagates, and update-mode sources in every root, half of
+    them Secrets and half ConfigMaps (a limit holds per kind), each copied to every namespace
+    of its tree. The time until every copy is there, the writes until the controller is
+    quiet against copies + 2 per sub-namespace (its metadata and its status), and the
+    controller's peak memory."""
     target.fresh()
     roots = max(1, sizes.converge_namespaces // NAMESPACES_PER_ROOT)
     trees = population.forest(target, roots, sizes.converge_namespaces, subnamespaces=True)
     kube = target.kube()
     per_root = max(1, sizes.converge_sources // roots)
+    sources = [
+        (root, index, _SOURCE_KINDS[index % 2]) for root in trees for index in range(per_root)
+    ]
     population.in_parallel(
-        lambda root, index: kube.create(
-            secrets_path(root), secret(root, f"source-{index}", "update", {"value": "0"})
+        lambda root, index, plural: kube.create(
+            resource_path("", "v1", plural, root), _source(root, index, plural)
         ),
-        ((root, index) for root in trees for index in range(per_root)),
+        sources,
     )
     namespaces = [ns for root, tree in trees.items() for ns in (root, *tree)]
     population.configmaps(target, namespaces, sizes.converge_objects)
@@ -334,35 +355,56 @@ def converge(target: Target, sizes: Sizes) -> list[Row]:
     copies = per_root * below
     target.start_counting()
     started = time.monotonic()
-    running = controller.start(target)
-    watch_until(
-        kube,
-        secrets_path(),
-        lambda obj: obj["metadata"]["name"].startswith("source-"),
-        copies + per_root * roots,
-        CONVERGE_TIMEOUT,
-    )
+    running = controller.start(target, *flags)
+    for plural in _SOURCE_KINDS:
+        made = sum(1 for _, _, kind in sources if kind == plural) * (below // roots + 1)
+        watch_until(
+            kube,
+            resource_path("", "v1", plural),
+            lambda obj: obj["metadata"]["name"].startswith("source-"),
+            made,
+            CONVERGE_TIMEOUT,
+        )
     present = time.monotonic() - started
     _settle(running)
+    quiet = time.monotonic() - started
     paths = target.write_paths(controller.AGENT)
+    rss = controller.peak_rss_mib(running)
     running.stop()
     budget = copies + 2 * below
+    limit = " ".join(flags) or "no client-side limit"
     scale = f"{len(namespaces)} ns, {sizes.converge_objects} objects, {copies} copies"
-    name = f"8 converge, {scale}"
+    name = f"8 converge, {scale}, {limit}"
     rows = [
-        Row(name, "start to every copy present", seconds(present)),
+        Row(name, "start to every copy present", seconds(present), GO_CONVERGE),
+        Row(name, "start to quiet (3 s without a log line)", seconds(quiet)),
         Row(
             name,
             "writes until quiet",
             _counted(None if paths is None else len(paths)),
-            f"<= {budget}",
+            f"<= {budget} ({GO_WRITES})",
             None if paths is None else len(paths) <= budget,
             checked=True,
+        ),
+        Row(
+            name, "controller peak RSS", f"{rss:.0f} MiB", "< 170 MiB (Go: 337-344 MiB)", rss < 170
         ),
     ]
     for kind, count in sorted(Counter(_write_kind(path) for path in paths or ()).items()):
         rows.append(Row(name, f"of which {kind}", str(count)))
     return rows
+
+
+# The kinds the converge sources are of, alternately; both are watched (bench.controller).
+_SOURCE_KINDS = ("secrets", "configmaps")
+
+
+def _source(root: str, index: int, plural: str) -> dict[str, Any]:
+    """Update-mode source ``source-<index>`` of kind ``plural`` in ``root``."""
+    made = secret(root, f"source-{index}", "update", {"value": "0"})
+    if plural == "secrets":
+        return made
+    return {**made, "kind": "ConfigMap", "data": {"value": "0"}}
 
 
 def _write_kind(path: str) -> str:
@@ -636,6 +678,13 @@ SCENARIOS: dict[str, Callable[[Target, Sizes], list[Row]]] = {
     "treelabels": tree_labels,
     "admission": lambda target, sizes: admission(target, sizes.admission, sizes.admission_writes),
     "startup": startup,
+    "reaction": lambda target, sizes: reaction(
+        target, sizes.reaction_namespaces, sizes.reaction_changes
+    ),
+    "longpass": lambda target, sizes: [
+        *long_pass(target, sizes.reaction_namespaces, ()),
+        *long_pass(target, sizes.reaction_namespaces, LIMITED),
+    ],
     "quota": lambda target, sizes: quota_admission(
         target, sizes.quota, sizes.quota_hrqs, sizes.quota_writes
     ),

@@ -2,7 +2,9 @@
 steps it needs happened, then what the end of the pass sends (libaccurate.closing decides it).
 
 A failure holds up only what depends on it, so one broken namespace never blocks the others.
-Statuses and events come last, when it is known what happened.
+Statuses and events come last, when it is known what happened. Steps the caller defers (work
+another lane is doing) are not sent: they count as left for the next pass, and so does what
+needs them.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class _Pass:
 class Applier:
     """Runs plans with a pool of ``workers`` threads; one plan at a time."""
 
+    # What a deferred step comes out as.
+    DEFERRED = Outcome("replan", "left to the pass under way in the other lane")
+
     def __init__(self, writer: Writer, metrics: Metrics, workers: int) -> None:
         self.writer = writer
         self.metrics = metrics
@@ -68,17 +73,24 @@ class Applier:
         """Wait for the writes in flight, then let the workers go."""
         self.pool.shutdown(wait=True)
 
-    def apply(self, plan: Plan, snapshot: Snapshot) -> Report:
-        """Carry out ``plan``, made from ``snapshot``; returns what became of every step."""
+    def apply(
+        self, plan: Plan, snapshot: Snapshot, deferred: frozenset[int] = frozenset()
+    ) -> Report:
+        """Carry out ``plan``, made from ``snapshot``, but for the steps ``deferred`` (by
+        index); returns what became of every step."""
         state = _Pass(plan, Known(snapshot.namespaces, snapshot.subnamespaces))
+        for index in deferred:
+            state.outcomes[index] = self.DEFERRED
         for stage in plan.stages():
-            self._run(state, [(step.action, step) for step in stage])
+            self._run(state, [(step.action, step) for step in stage if step.index not in deferred])
         with state.lock:
             closing = close(plan, dict(state.outcomes))
         for index, finding in closing.settled.items():
-            step = plan.steps[index]
-            self._record(state, step.action, step, Outcome(finding.result, finding.error))
-        self._run(state, [(send.action, _step(plan, send.step)) for send in closing.sends])
+            if index not in deferred:
+                step = plan.steps[index]
+                self._record(state, step.action, step, Outcome(finding.result, finding.error))
+        sends = [send for send in closing.sends if send.step not in deferred]
+        self._run(state, [(send.action, _step(plan, send.step)) for send in sends])
         return Report(dict(state.outcomes))
 
     def _run(self, state: _Pass, work: list[tuple[Action, Step | None]]) -> None:

@@ -10,6 +10,8 @@ SubNamespaces and the sources and copies of watched kinds in full without ``mana
 every other object of a watched kind as a stub of its identity, labels and annotations, so
 memory stays bounded by what propagates. The namespace forest the admission webhooks judge on is
 kept current with every namespace event, so that a review never pays for the cluster's size.
+What changed is handed to whoever follows it (a ``Feed``): each change goes to the one feed
+that follows its kind, so that the reconcile loop's lanes each see their own.
 """
 
 from __future__ import annotations
@@ -188,7 +190,7 @@ def _version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
-def _at_least(version: str, wanted: str) -> bool:
+def at_least(version: str, wanted: str) -> bool:
     """Whether ``version`` is ``wanted`` or newer.
 
     Resource versions are opaque to clients in principle; every API server in use hands out
@@ -197,6 +199,47 @@ def _at_least(version: str, wanted: str) -> bool:
     if version.isdigit() and wanted.isdigit():
         return int(version) >= int(wanted)
     return version == wanted
+
+
+class Feed:
+    """The changes of some kinds not taken yet: keys of changed objects, by kind.
+
+    Filled by the cache's watches (and by ``give``), emptied by ``take``; a consumer waits on
+    it to start work as soon as anything changed.
+    """
+
+    def __init__(self, changed: threading.Condition, kinds: frozenset[str] | None) -> None:
+        self.kinds = kinds
+        self._changed = changed
+        self._touched: dict[str, set[Key]] = {}
+        self._stopping = False
+
+    def take(self) -> dict[str, set[Key]]:
+        """The objects changed since the last call, by kind.
+
+        Take them before reading the objects: a change that lands in between is then both in
+        what is read and in the next call's answer, never in neither.
+        """
+        with self._changed:
+            taken, self._touched = self._touched, {}
+            return taken
+
+    def give(self, resource: str, keys: Iterable[Key]) -> None:
+        """Count ``keys`` of ``resource`` as changed: work another consumer hands over."""
+        with self._changed:
+            self._add(resource, keys)
+
+    def wait(self, timeout: float) -> bool:
+        """Block until something changed or ``timeout`` passed; whether anything did."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: bool(self._touched) or self._stopping, timeout=max(timeout, 0.0)
+            ) and bool(self._touched)
+
+    def _add(self, resource: str, keys: Iterable[Key]) -> None:
+        """Under the cache's lock."""
+        self._touched.setdefault(resource, set()).update(keys)
+        self._changed.notify_all()
 
 
 class Cache:
@@ -216,9 +259,8 @@ class Cache:
         self._stopping = False
         self._changed = threading.Condition()
         self._forest = Forest()
-        # What changed since the last take_changes(), by kind: the keys of those objects; not
-        # kept before the first call, as a cache nobody asks (the webhook process's) needs none.
-        self._touched: dict[str, set[Key]] | None = None
+        # Who is told what changed; none for a cache nobody asks (the webhook process's).
+        self._feeds: list[Feed] = []
 
     def start(self, stop: threading.Event) -> None:
         """Start one thread per kind; they run until ``stop`` is set (daemon threads). Waits
@@ -234,7 +276,17 @@ class Cache:
         stop.wait()
         with self._changed:
             self._stopping = True
+            for feed in self._feeds:
+                feed._stopping = True
             self._changed.notify_all()
+
+    def follow(self, kinds: Iterable[str] | None = None) -> Feed:
+        """A feed of the changes from now on to ``kinds``, or (None) to every kind that no
+        feed made before it follows."""
+        with self._changed:
+            feed = Feed(self._changed, None if kinds is None else frozenset(kinds))
+            self._feeds.append(feed)
+            return feed
 
     @property
     def synced(self) -> bool:
@@ -266,16 +318,6 @@ class Cache:
         with self._changed:
             return list(self._objects[NAMESPACES].values()), self._forest.copy()
 
-    def take_changes(self) -> dict[str, set[Key]]:
-        """The objects changed (written, created, deleted) since the last call, by kind.
-
-        Take them before reading the objects: a change that lands in between is then both in
-        what is read and in the next call's answer, never in neither.
-        """
-        with self._changed:
-            taken, self._touched = self._touched or {}, {}
-            return taken
-
     @contextmanager
     def reading(self) -> Iterator[Forest]:
         """The namespace forest as cached, held still while the caller reads it.
@@ -297,19 +339,6 @@ class Cache:
                 lambda: self._version != since or self._stopping, timeout=max(timeout, 0.0)
             )
             return self._version
-
-    def wait_for_quiet(self, quiet: float, limit: float) -> None:
-        """Let a burst of changes (a kubectl apply of many objects) land before planning.
-
-        Returns once nothing changed for ``quiet`` seconds, or after ``limit`` seconds.
-        """
-        deadline = time.monotonic() + limit
-        seen = self.version
-        while (remaining := deadline - time.monotonic()) > 0:
-            now = self.wait_for_change(seen, min(quiet, remaining))
-            if now == seen:
-                return
-            seen = now
 
     def wait_for_expectations(
         self, expectations: Iterable[Expectation], timeout: float, stop: threading.Event
@@ -333,9 +362,9 @@ class Cache:
             # Caught up when the object is there at that version or later, or when the kind's
             # watch has gone past it (the object may have been changed or deleted since).
             position = self._positions.get(expected.resource, "")
-            if found is not None and _at_least(_version(found), expected.resource_version):
+            if found is not None and at_least(_version(found), expected.resource_version):
                 return True
-            return position.isdigit() and _at_least(position, expected.resource_version)
+            return position.isdigit() and at_least(position, expected.resource_version)
         if found is None:
             return True
         metadata = found.get("metadata") or {}
@@ -391,8 +420,11 @@ class Cache:
 
     def _bump(self, resource: str, keys: Iterable[Key]) -> None:
         self._generations[resource] += 1
-        if self._touched is not None:
-            self._touched.setdefault(resource, set()).update(keys)
+        feed = next((f for f in self._feeds if f.kinds is not None and resource in f.kinds), None)
+        if feed is None:
+            feed = next((f for f in self._feeds if f.kinds is None), None)
+        if feed is not None:
+            feed._add(resource, keys)
         self._version += 1
         self._changed.notify_all()
 

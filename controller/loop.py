@@ -1,16 +1,21 @@
-"""The reconcile loop: plan from the cache, apply the difference, again whenever anything changed.
+"""The reconcile loop's bulk lane: plan from the cache, apply the difference, again whenever
+anything changed.
 
 The loop is level-based: a pass compares the whole picture of what it plans with what should
 be, never trusting an event to say what to do, so a missed or merged event can delay work but
-never lose it. A pass runs when the cache changed (after a short quiet spell, so that a burst of
-changes is planned once), when the resync period is up, and sooner after a pass that left work
-behind, with growing pauses while it keeps failing. A pass prompted by changes plans only the
-namespaces they affect (the planner's scope), so that its cost follows the change rather than
-the cluster; the first pass, a pass after one that failed, left work behind or met work due
-outside its scope, and the resync pass plan everything. Before planning again it waits until the
-cache shows the controller's own writes of the previous pass, so that it does not act twice on
-the same stale picture. Only the leader plans and writes; a pass with nothing to do sends no
-request at all.
+never lose it. An idle loop starts a pass the moment a change arrives; changes that arrive
+while a pass runs, or within 50 ms of its start, are gathered and planned together by the next
+one, so a burst is batched when the loop is busy and nothing waits when it is not. A pass also
+runs when the resync period is up, and after a pass that left work behind: the namespaces of
+the steps that did not happen are planned again after a growing pause (or at the next change),
+and after a failure everything is. A pass prompted by changes plans only the namespaces they
+affect (the planner's scope); the first pass, a pass after a failure or after one that met work
+due outside its scope, and the resync pass plan everything. Before planning again the loop
+waits until the cache shows the writes of the previous pass (its own and the SubNamespace
+lane's), so that it does not act twice on the same stale picture. SubNamespace changes go to
+the SubNamespace lane (controller.lane), which works beside a long pass of this one;
+``Traffic`` keeps the two from sending the same writes. Only the leader plans and writes; a
+pass with nothing to do sends no request at all.
 """
 
 from __future__ import annotations
@@ -18,30 +23,22 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
-from controller.applier import Applier, Report
-from controller.cache import NAMESPACES, SUBNAMESPACES, Cache, Expectation, resource_name
-from controller.metrics import Metrics
-from controller.owners import Owners
-from controller.quotas import Quotas
-from controller.sudoers import Sudoers
+from controller.applier import Applier
+from controller.cache import NAMESPACES, Cache, Expectation, Feed
+from controller.passes import BULK, Outcome, Passes
 from controller.throttle import Backoff
-from libaccurate.config import Config, WatchedResource
-from libaccurate.forest import Problem
-from libaccurate.planner import Snapshot, affected, plan
+from libaccurate.planner import Plan, about
 
-Scope = frozenset[str] | None
-T = TypeVar("T")
-
-# A burst of changes (kubectl apply -f of a folder) lands within this quiet spell...
-QUIET = 0.05
-# ...but a cluster that never stops changing is still planned this often.
-QUIET_LIMIT = 1.0
 # How long to wait for the cache to show the previous pass's writes before planning anyway.
 EXPECTATION_TIMEOUT = 10.0
+# How often a lane waiting for the other looks whether the controller is stopping.
+STOP_POLL = 0.5
+# A lane's passes start no closer together than this: the first change after a quiet spell is
+# planned at once, a stream of them (200 namespaces created one after the other) in batches.
+SPACING = 0.05
 
 log = logging.getLogger(__name__)
 
@@ -54,174 +51,201 @@ class Leadership:
     wait: Callable[[threading.Event], bool]
 
 
+@dataclass(frozen=True)
+class Busy:
+    """What the bulk lane is sending: the namespaces its plan's steps are about, and the
+    steps themselves (as described); ``everything`` while it has no plan yet."""
+
+    namespaces: frozenset[str] = frozenset()
+    steps: frozenset[str] = frozenset()
+    everything: bool = False
+
+    @classmethod
+    def of(cls, plan: Plan) -> Busy:
+        return cls(
+            frozenset(about(step.action) for step in plan.steps),
+            frozenset(step.action.describe() for step in plan.steps),
+        )
+
+
+class Traffic:
+    """Who is writing: the bulk lane's plan and whether a SubNamespace pass is under way.
+
+    The bulk lane plans only while no SubNamespace pass runs, and takes in the writes of the
+    last one first; a SubNamespace pass leaves to the bulk lane what its plan holds, and while
+    it plans, everything but the SubNamespace lifecycle.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._bulk: Busy | None = None
+        self._lane_busy = False
+        self._lane_written: tuple[Expectation, ...] = ()
+        # Until the bulk lane's first whole pass has its picture, the lane has nothing to do:
+        # that pass plans every SubNamespace.
+        self._whole_pending = True
+
+    def bulk_planning(self, whole: bool) -> tuple[Expectation, ...]:
+        """Wait until no SubNamespace pass runs, then hold the lane off until ``bulk_plan``;
+        returns the writes of the lane's last pass."""
+        with self._changed:
+            self._changed.wait_for(lambda: not self._lane_busy)
+            self._bulk = Busy(everything=True)
+            if whole:
+                self._whole_pending = False
+            return self._lane_written
+
+    def bulk_plan(self, plan: Plan) -> None:
+        with self._changed:
+            self._bulk = Busy.of(plan)
+            self._changed.notify_all()
+
+    def bulk_done(self) -> None:
+        with self._changed:
+            self._bulk = None
+            self._changed.notify_all()
+
+    def whole_pending(self) -> None:
+        """The bulk lane will plan everything before the lane has anything to do."""
+        with self._changed:
+            self._whole_pending = True
+
+    def lane_starting(self, stop: threading.Event) -> Busy | None:
+        """Wait until the bulk lane's first whole pass has its picture, then mark a
+        SubNamespace pass under way; what the bulk lane is sending (``everything`` while it
+        plans), None when nothing."""
+        with self._changed:
+            while not stop.is_set() and self._whole_pending:
+                self._changed.wait(STOP_POLL)
+            self._lane_busy = True
+            return self._bulk
+
+    def lane_done(self, written: tuple[Expectation, ...]) -> None:
+        with self._changed:
+            self._lane_busy = False
+            self._lane_written = written
+            self._changed.notify_all()
+
+
+class Pacing:
+    """When a lane's next pass may start: at once after a quiet spell, else ``SPACING`` after
+    the last one started, gathering what arrives meanwhile into one pass."""
+
+    def __init__(self, spacing: float = SPACING) -> None:
+        self.spacing = spacing
+        self._last = -spacing
+
+    def wait(self, stop: threading.Event) -> None:
+        """Block until the next pass may start (or ``stop`` is set), then count it started."""
+        if (delay := self._last + self.spacing - time.monotonic()) > 0:
+            stop.wait(delay)
+        self._last = time.monotonic()
+
+
 class Loop:
-    """Runs passes until ``stop`` is set; ``run`` blocks, so start it on a thread."""
+    """Runs the bulk lane's passes until ``stop`` is set; ``run`` blocks, so start it on a
+    thread."""
 
     def __init__(
         self,
-        cache: Cache,
-        config: Config,
-        watched: tuple[WatchedResource, ...],
+        passes: Passes,
         applier: Applier,
-        metrics: Metrics,
+        feed: Feed,
         leadership: Leadership,
         resync_period: float,
-        owners: Owners | None = None,
-        sudoers: Sudoers | None = None,
-        quotas: Quotas | None = None,
+        traffic: Traffic | None = None,
+        lane_feed: Feed | None = None,
     ) -> None:
-        self.cache = cache
-        self.config = config
-        self.watched = watched
+        self.passes = passes
+        self.cache: Cache = passes.cache
         self.applier = applier
-        self.metrics = metrics
+        self.feed = feed
         self.leadership = leadership
         self.resync_period = resync_period
-        self.owners = owners
-        self.sudoers = sudoers
-        self.quotas = quotas
-        self._problems: Mapping[str, Problem] = {}
-        self._label_problems: Mapping[str, tuple[str, ...]] = {}
-        # Whether the next pass must plan everything: nothing planned yet, or a pass left work
-        # behind that the changes since would not lead back to.
+        self.traffic = traffic or Traffic()
+        self.lane_feed = lane_feed
+        # Whether the next pass must plan everything: nothing planned yet, a pass failed, or
+        # the lane or a scoped plan met work outside what it could plan.
         self._whole = True
+        self._lock = threading.Lock()
+
+    def hand_over(self, namespaces: frozenset[str], whole: bool) -> None:
+        """Work the SubNamespace lane left: these namespaces (or everything) in the next pass."""
+        if whole:
+            with self._lock:
+                self._whole = True
+        self.feed.give(NAMESPACES, (("", name) for name in namespaces))
 
     def run(self, stop: threading.Event) -> None:
         pause = Backoff(first=0.5, limit=60.0)
+        pacing = Pacing()
         expectations: tuple[Expectation, ...] = ()
-        seen: int | None = None
+        left: frozenset[str] = frozenset()
         due = time.monotonic()
+        leading = False
         while not stop.is_set():
             if not self.leadership.is_leader():
+                leading = False
                 if not self.leadership.wait(stop):
                     return
-                seen, due, self._whole = None, time.monotonic(), True
+            if not leading:
+                leading, due = True, time.monotonic()
+                with self._lock:
+                    self._whole = True
+                self.traffic.whole_pending()
             if not self.cache.synced:
                 self.cache.wait_for_change(self.cache.version, timeout=0.5)
                 continue
-            if seen is not None:
-                version = self.cache.wait_for_change(seen, due - time.monotonic())
-                if stop.is_set() or (version == seen and time.monotonic() < due):
-                    continue
-            self.cache.wait_for_quiet(QUIET, QUIET_LIMIT)
-            unseen = self.cache.wait_for_expectations(expectations, EXPECTATION_TIMEOUT, stop)
-            if unseen and not stop.is_set():
-                log.info(
-                    "planning before the cache shows every write of the last pass",
-                    extra={
-                        "unseen": [f"{e.resource} {e.namespace}/{e.name} {e.state}" for e in unseen]
-                    },
-                )
-            seen = self.cache.version
-            self._whole = self._whole or time.monotonic() >= due
-            report = self._pass()
-            expectations = report.expectations if report else ()
-            done = report is None or report.count("done") == len(report.outcomes)
-            if done and not self._whole:
+            if (wait := due - time.monotonic()) > 0 and not self.feed.wait(wait):
+                continue
+            pacing.wait(stop)
+            if stop.is_set():
+                return
+            with self._lock:
+                whole, self._whole = self._whole or time.monotonic() >= due, False
+            written = self.traffic.bulk_planning(whole)
+            try:
+                self._wait_for(expectations + written, stop)
+                outcome = self._pass(whole, left)
+            finally:
+                self.traffic.bulk_done()
+            expectations = outcome.report.expectations if outcome.report else ()
+            left = frozenset()
+            planned = outcome.plan
+            if planned is None or outcome.count("failed", "skipped") or planned.beyond_scope:
+                # Broken, failing writes, or work outside the scope: everything, after a pause.
+                with self._lock:
+                    self._whole = True
+                due = time.monotonic() + pause.next()
+            elif outcome.count("replan", "aborted"):
+                # Planned from a picture gone stale: those namespaces again, soon.
+                left = outcome.left
+                due = time.monotonic() + pause.next()
+            else:
                 pause.reset()
                 due = time.monotonic() + self.resync_period
-            else:
-                self._whole = True
-                due = time.monotonic() + pause.next()
 
-    def _pass(self) -> Report | None:
-        """Plan from the cache and apply; None when there was nothing to do (or it broke)."""
-        started = time.monotonic()
-        whole, self._whole = self._whole, False
-        try:
-            snapshot = self.snapshot(whole)
-            if self.sudoers is not None:
-                self.sudoers.keep(snapshot)
-            if self.quotas is not None and snapshot.forest is not None:
-                self.quotas.keep(snapshot.forest)
-            planned = plan(snapshot)
-            # Writes due outside the scope (a source above it not yet marked, say): soon, all.
-            self._whole = planned.beyond_scope
-            self._report_problems(planned.problems, planned.scope)
-            self._report_label_problems(planned.label_problems, planned.scope)
-            if not planned.steps:
-                return None
-            report = self.applier.apply(planned, snapshot)
-        except Exception:
-            # A bug in one pass must not stop the controller; the next pass starts afresh.
-            log.exception("reconcile pass failed")
-            self._whole = True
-            return None
-        finally:
-            self.metrics.observe_pass(time.monotonic() - started)
-        log.info(
-            "reconcile pass done",
-            extra={
-                "seconds": round(time.monotonic() - started, 3),
-                "namespaces": "all" if planned.scope is None else len(planned.scope),
-                **{
-                    result: report.count(result)
-                    for result in ("done", "replan", "failed", "skipped")
+    def _wait_for(self, expectations: tuple[Expectation, ...], stop: threading.Event) -> None:
+        unseen = self.cache.wait_for_expectations(expectations, EXPECTATION_TIMEOUT, stop)
+        if unseen and not stop.is_set():
+            log.info(
+                "planning before the cache shows every write of the last pass",
+                extra={
+                    "unseen": [f"{e.resource} {e.namespace}/{e.name} {e.state}" for e in unseen]
                 },
-            },
-        )
-        return report
+            )
 
-    def snapshot(self, whole: bool = True) -> Snapshot:
-        """The cache's picture as the planner takes it: all of it, or (``whole`` False) what
-        changed since the last snapshot and what that affects."""
-        changes = self.cache.take_changes()
-        namespaces, forest = self.cache.namespaces()
-        objects = {
-            w.gvk: self.cache.items(resource_name(w.gvk.group, w.plural)) for w in self.watched
-        }
-        owners = {}
-        if self.owners is not None:
-            owners = self.owners.lookup(o for items in objects.values() for o in items)
-        return Snapshot(
-            config=self.config,
-            namespaces=namespaces,
-            subnamespaces=self.cache.items(SUBNAMESPACES),
-            objects=objects,
-            owners=owners,
-            propagate_generated=self.owners is not None,
-            forest=forest,
-            scope=None if whole else affected(forest, _namespaces_of(changes)),
-        )
-
-    def _report_problems(self, problems: Mapping[str, Problem], scope: Scope) -> None:
-        """Log broken namespace chains when they appear or go, not in every pass."""
-        found = _merged(self._problems, problems, scope)
-        for name, problem in found.items():
-            if self._problems.get(name) != problem:
-                log.warning(
-                    "namespace gets nothing propagated",
-                    extra={"namespace": name, "problem": problem.message},
-                )
-        for name in self._problems.keys() - found.keys():
-            log.info("namespace chain repaired", extra={"namespace": name})
-        self._problems = found
-
-    def _report_label_problems(self, problems: Mapping[str, tuple[str, ...]], scope: Scope) -> None:
-        """Log tree labels that cannot be written when that starts, not in every pass."""
-        found = _merged(self._label_problems, problems, scope)
-        for name, lines in found.items():
-            if self._label_problems.get(name) != lines:
-                log.warning(
-                    "namespace lacks tree labels", extra={"namespace": name, "problem": lines}
-                )
-        self._label_problems = found
-
-
-def _namespaces_of(changes: Mapping[str, Iterable[tuple[str, str]]]) -> set[str]:
-    """The namespaces that changed objects are about: a namespace itself, the namespace a
-    SubNamespace names, the namespace any other object is in."""
-    names: set[str] = set()
-    for resource, keys in changes.items():
-        if resource in (NAMESPACES, SUBNAMESPACES):
-            names.update(name for _, name in keys)
-        else:
-            names.update(namespace for namespace, _ in keys)
-    return names
-
-
-def _merged(previous: Mapping[str, T], found: Mapping[str, T], scope: Scope) -> dict[str, T]:
-    """What a plan found about its scope, over what earlier passes found elsewhere."""
-    if scope is None:
-        return dict(found)
-    return {**{k: v for k, v in previous.items() if k not in scope}, **found}
+    def _pass(self, whole: bool, left: frozenset[str]) -> Outcome:
+        """Plan everything (``whole``) or what changed and the namespaces ``left`` by the last
+        pass; a whole pass takes the SubNamespace lane's changes too, as it plans them."""
+        changes = self.feed.take()
+        if whole:
+            if self.lane_feed is not None:
+                self.lane_feed.take()
+            return self.passes.run(BULK, self.applier, None, on_plan=self.traffic.bulk_plan)
+        if left:
+            changes = {
+                **changes,
+                NAMESPACES: {*changes.get(NAMESPACES, ()), *(("", n) for n in left)},
+            }
+        return self.passes.run(BULK, self.applier, changes, on_plan=self.traffic.bulk_plan)

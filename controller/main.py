@@ -24,19 +24,21 @@ from pathlib import Path
 
 from controller import health, selfcheck
 from controller.applier import Applier
-from controller.cache import HRQS, Cache, mirrored, quota_resources
+from controller.cache import HRQS, SUBNAMESPACES, Cache, mirrored, quota_resources
 from controller.events import Recorder
 from controller.generated_notice import GeneratedNotice
+from controller.lane import SubNamespaceLane
 from controller.leader import LeaderElector
 from controller.logs import setup_logging
-from controller.loop import Leadership, Loop
+from controller.loop import Leadership, Loop, Traffic
 from controller.metrics import Metrics
 from controller.options import DISABLED, PROGRAM, Options, parse
 from controller.owners import Owners
+from controller.passes import Passes
 from controller.quotas import PERMISSIONS as QUOTA_PERMISSIONS
 from controller.quotas import Quotas
 from controller.sudoers import Sudoers, keeps_sudoers
-from controller.throttle import Throttle
+from controller.throttle import Throttles
 from controller.webhook_process import (
     QuotaLease,
     WebhookProcess,
@@ -60,6 +62,9 @@ from libaccurate.network.kubeconfig import load_credentials
 REQUEST_TIMEOUT = 30.0
 # How long shutdown waits for the pass in progress before leaving anyway.
 SHUTDOWN_GRACE = 30.0
+# The SubNamespace lane's writers: its passes are small, and it must never queue behind the
+# bulk lane's writes.
+LANE_WORKERS = 2
 
 log = logging.getLogger(__name__)
 
@@ -74,15 +79,17 @@ class Controller:
 
     stop: threading.Event
     loop_thread: threading.Thread
-    applier: Applier
+    lane_thread: threading.Thread
+    appliers: tuple[Applier, ...]
     elector: LeaderElector | None
     servers: list[health.Server] = field(default_factory=list)
     webhooks: WebhookProcess | None = None
 
     def failure(self) -> str | None:
         """Why the controller cannot go on (a part of it died), or None while it can."""
-        if self.loop_thread.ident and not self.loop_thread.is_alive():
-            return "the reconcile loop stopped"
+        for thread in (self.loop_thread, self.lane_thread):
+            if thread.ident and not thread.is_alive():
+                return "the reconcile loop stopped"
         if self.webhooks is not None and not self.webhooks.alive:
             return f"the webhook process {self.webhooks.ending()}"
         return None
@@ -91,7 +98,9 @@ class Controller:
         """Stop taking work, let writes in flight finish, then give up the Lease."""
         self.stop.set()
         self.loop_thread.join(SHUTDOWN_GRACE)
-        self.applier.close()
+        self.lane_thread.join(SHUTDOWN_GRACE)
+        for applier in self.appliers:
+            applier.close()
         if self.elector is not None:
             self.elector.release()
         for server in self.servers:
@@ -135,8 +144,8 @@ def start(options: Options, stop: threading.Event) -> Controller:
         load_credentials(ConnectionOptions(kubeconfig=options.kubeconfig)),
         timeout=REQUEST_TIMEOUT,
         user_agent=f"{PROGRAM}/{__version__}",
-        # The workers, plus the lease, the owner reads and the startup checks.
-        pool_size=options.workers + 4,
+        # Both lanes' workers, plus the lease, the owner reads and the startup checks.
+        pool_size=options.workers + LANE_WORKERS + 4,
     )
     discovery = kube.server_resources()
     watched = resolve_watches(config, discovery, options.config_file)
@@ -148,7 +157,7 @@ def start(options: Options, stop: threading.Event) -> Controller:
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
     elector = _elector(options, kube, lease_namespace, identity)
     metrics = Metrics()
-    throttle = Throttle.for_qps(options.qps)
+    throttles = Throttles(options.qps)
     resources = mirrored(watched, options.propagate_generated)
     cache = Cache(
         kube, resources + (quota_resources() if hierarchical else []), options.resync_period
@@ -156,40 +165,62 @@ def start(options: Options, stop: threading.Event) -> Controller:
     if hierarchical:
         metrics.track_hrqs(lambda: cache.items(HRQS))
     is_leader: Callable[[], bool] = (lambda: elector.is_leader) if elector else (lambda: True)
-    recorder = Recorder(kube, throttle, identity, stop)
-    writer = Writer(
-        kube,
-        watched,
-        recorder,
-        throttle,
-        metrics,
-        may_write=lambda: not stop.is_set() and is_leader(),
-        stop=stop,
+    recorder = Recorder(kube, throttles.of("events"), identity, stop)
+    writers = [
+        Writer(
+            kube,
+            watched,
+            recorder,
+            throttles,
+            metrics,
+            may_write=lambda: not stop.is_set() and is_leader(),
+            stop=stop,
+            lookup=cache.get,
+            urgent=urgent,
+        )
+        for urgent in (False, True)
+    ]
+    appliers = (
+        Applier(writers[0], metrics, options.workers),
+        Applier(writers[1], metrics, LANE_WORKERS),
     )
-    applier = Applier(writer, metrics, options.workers)
-    owners = Owners(kube, discovery, throttle, stop, options.resync_period)
-    loop = Loop(
+    # The Go controller reads owners from its cache; ours reads them, at a pace of their own.
+    owners = Owners(kube, discovery, throttles.of("owners"), stop, options.resync_period)
+    sudoers = Sudoers(kube) if any(keeps_sudoers(w) for w in watched) else None
+    passes = Passes(
         cache,
         config,
         watched,
-        applier,
         metrics,
-        Leadership(is_leader, elector.wait_until_leader if elector else lambda _: True),
-        options.resync_period,
         owners if options.propagate_generated else None,
-        Sudoers(kube) if any(keeps_sudoers(w) for w in watched) else None,
+        sudoers,
         Quotas(kube, cache, recorder) if hierarchical else None,
     )
+    leadership = Leadership(is_leader, elector.wait_until_leader if elector else lambda _: True)
+    traffic = Traffic()
+    lane_feed = cache.follow([SUBNAMESPACES])
+    loop = Loop(
+        passes,
+        appliers[0],
+        cache.follow(),
+        leadership,
+        options.resync_period,
+        traffic,
+        lane_feed,
+    )
+    lane = SubNamespaceLane(passes, appliers[1], lane_feed, leadership, traffic, loop)
     loop_thread = threading.Thread(target=loop.run, args=(stop,), name="loop", daemon=True)
-    controller = Controller(stop, loop_thread, applier, elector)
+    lane_thread = threading.Thread(target=lane.run, args=(stop,), name="lane", daemon=True)
+    controller = Controller(stop, loop_thread, lane_thread, appliers, elector)
     controller.webhooks = _webhooks(options, config, hierarchical, lease_namespace)
     controller.servers = _serve(options, cache, metrics, controller, is_leader)
     if elector is not None:
         threading.Thread(target=elector.run, args=(stop,), name="leader", daemon=True).start()
     cache.start(stop)
     loop_thread.start()
+    lane_thread.start()
     if not options.propagate_generated:
-        notice = GeneratedNotice(cache, watched, owners, recorder, writer.may_write)
+        notice = GeneratedNotice(cache, watched, owners, recorder, writers[0].may_write)
         threading.Thread(
             target=notice.run, args=(stop, options.resync_period), name="notice", daemon=True
         ).start()

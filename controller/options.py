@@ -25,8 +25,9 @@ from libaccurate import __version__
 from libaccurate.constants import FEATURE_DISABLE_PROPAGATE_GENERATED
 
 PROGRAM = "accurate-controller"
-# The Go Accurate's default: an operator moving over keeps the same load on the API server.
-DEFAULT_QPS = 50.0
+# The Go Accurate's default since 2026-04 (before: 50): no client-side limit unless asked for,
+# as controller-runtime leaves it, relying on the API server's priority and fairness.
+DEFAULT_QPS = 0.0
 # Feature gates and their defaults, as the Go Accurate's --feature-gates knows them.
 FEATURE_GATES: Mapping[str, bool] = {FEATURE_DISABLE_PROPAGATE_GENERATED: True}
 # The stage of each gate, and the pseudo-gates that set every gate of a stage.
@@ -198,7 +199,7 @@ FLAGS: tuple[Flag, ...] = (
         "apiserver-qps-throttle",
         _at_least(0, float),
         f"{DEFAULT_QPS:g}",
-        "most requests a second to the API server; 0: no client-side limit",
+        "most requests a second to the API server for each resource kind; 0: no client-side limit",
         kind="float",
     ),
     _bool(

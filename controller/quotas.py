@@ -16,7 +16,7 @@ conflict means the picture is stale, and the next pass has a fresher one.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -56,14 +56,19 @@ class Quotas:
         self.recorder = recorder
         self._problems: Mapping[quota.QuotaKey, str] = {}
 
+    def hrqs(self) -> Sequence[Obj]:
+        """The HRQs as cached, for the planner's snapshot."""
+        return self.cache.items(HRQS)
+
+    def kept(self) -> Sequence[Obj]:
+        """The ResourceQuotas kept for HRQs as cached, with their status."""
+        return self.cache.items(HRQ_QUOTAS)
+
     def keep(self, forest: Forest) -> None:
         try:
-            planned = quota.plan_quotas(
-                forest, self.cache.items(HRQS), self.cache.items(HRQ_QUOTAS)
-            )
+            planned = quota.plan_quotas(forest, self.hrqs(), self.kept())
             self._report(planned.problems)
-            for obj in planned.create:
-                self._write("create", obj, lambda o: self.kube.create(_quota_path(_ns(o)), o))
+            self._create(planned.create)
             for obj in planned.replace:
                 self._write("update", obj, lambda o: self.kube.replace(_path_of(o), o))
             for namespace, name, uid in planned.delete:
@@ -73,6 +78,22 @@ class Quotas:
         except Exception:
             # A bug here must not hold up propagation, which runs in the same pass.
             log.exception("hierarchical quotas not kept")
+
+    def keep_new(self, forest: Forest, namespaces: Collection[str]) -> None:
+        """Create the ResourceQuotas of ``namespaces``, made in this pass (``forest`` is the
+        picture after it): the copies held back there wait for them, so they go out at once
+        rather than in the next pass."""
+        if not namespaces:
+            return
+        try:
+            planned = quota.plan_quotas(forest, self.hrqs(), self.kept())
+            self._create([obj for obj in planned.create if _ns(obj) in namespaces])
+        except Exception:
+            log.exception("hierarchical quotas of new namespaces not made")
+
+    def _create(self, objects: Iterable[Obj]) -> None:
+        for obj in objects:
+            self._write("create", obj, lambda o: self.kube.create(_quota_path(_ns(o)), o))
 
     def _report(self, problems: Mapping[quota.QuotaKey, str]) -> None:
         """Say once when an HRQ cannot be enforced, and when it can again."""

@@ -1,11 +1,14 @@
 """How each planned action is carried out: the API requests it stands for.
 
-Every request waits for the client-side rate limit and for the right to write (the lease), and
-a refusal for a passing reason (429, 5xx, a timeout) is tried again after a growing pause. A
-409 Conflict is never retried blindly: the plan was made from a picture that is out of date, so
-the action is left to the next pass (``Replan``), which plans from fresher data. Preconditions
-(uid, resourceVersion) ride along on every write that could otherwise hit an object changed
-since the snapshot.
+Every request waits for the client-side rate limit of its kind and for the right to write (the
+lease), and a refusal for a passing reason (429, 5xx, a timeout) is tried again after a growing
+pause. A 409 Conflict is never retried blindly: the plan was made from a picture that is out of
+date, so the action is left to the next pass (``Replan``), which plans from fresher data.
+Preconditions (uid, resourceVersion) ride along on every write that could otherwise hit an
+object changed since the snapshot. A status is the last word of a pass about a SubNamespace, so
+it is checked against the cache as it is when it goes out: one the pass planned for a
+SubNamespace since deleted or changed is not sent (the change brings a pass of its own), so that
+no status is ever written onto a SubNamespace being deleted.
 """
 
 from __future__ import annotations
@@ -15,10 +18,10 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any, NoReturn, TypeVar
 
-from controller.cache import NAMESPACES, SUBNAMESPACES, Expectation, resource_name
+from controller.cache import NAMESPACES, SUBNAMESPACES, Expectation, at_least, resource_name
 from controller.events import Recorder
 from controller.metrics import Metrics
-from controller.throttle import Backoff, Throttle
+from controller.throttle import Backoff, Throttles
 from libaccurate import subnamespaces
 from libaccurate.actions import (
     Action,
@@ -62,6 +65,8 @@ class Aborted(Exception):
 
 # How the writes of an action will show in the cache once their watch events arrived.
 Written = tuple[Expectation, ...]
+# The cache's object of a kind, namespace and name as it is now.
+Lookup = Callable[[str, str, str], Mapping[str, Any] | None]
 
 
 def unreachable(value: NoReturn) -> NoReturn:
@@ -144,16 +149,21 @@ class Writer:
         kube: Kube,
         watched: Iterable[WatchedResource],
         recorder: Recorder,
-        throttle: Throttle,
+        throttles: Throttles,
         metrics: Metrics,
         may_write: Callable[[], bool],
         stop: threading.Event,
+        lookup: Lookup,
         attempts: int = 5,
+        urgent: bool = False,
     ) -> None:
         self.kube = kube
         self.kinds = {(w.gvk.api_version, w.gvk.kind): w for w in watched}
         self.recorder = recorder
-        self.throttle = throttle
+        self.throttles = throttles
+        self.lookup = lookup
+        # The SubNamespace lane's writer: its requests go before others of their kind.
+        self.urgent = urgent
         self.metrics = metrics
         self.may_write = may_write
         self.stop = stop
@@ -188,11 +198,13 @@ class Writer:
             case _:
                 unreachable(action)
 
-    def _call(self, send: Callable[[], T]) -> T:
-        """Send one request, trying again on 429, 5xx and timeouts; 409 Conflict is Replan."""
+    def _call(self, resource: str, send: Callable[[], T]) -> T:
+        """Send one request about ``resource`` (a kind), trying again on 429, 5xx and
+        timeouts; 409 Conflict is Replan."""
         pause = Backoff(first=0.2, limit=5.0)
+        throttle = self.throttles.of(resource)
         for attempt in range(1, self.attempts + 1):
-            if not self.may_write() or not self.throttle.wait(self.stop):
+            if not self.may_write() or not throttle.wait(self.stop, self.urgent):
                 raise Aborted
             try:
                 return send()
@@ -211,21 +223,21 @@ class Writer:
                 raise Aborted
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _found(self, send: Callable[[], T]) -> T | None:
+    def _found(self, resource: str, send: Callable[[], T]) -> T | None:
         """``_call``, but None when the server answers 404 Not Found."""
         try:
-            return self._call(send)
+            return self._call(resource, send)
         except ApiError as error:
             if error.not_found:
                 return None
             raise
 
-    def _delete(self, path: str, preconditions: Mapping[str, str | None]) -> bool:
+    def _delete(self, resource: str, path: str, preconditions: Mapping[str, str | None]) -> bool:
         """DELETE with the given preconditions; False when there was nothing to delete."""
         wanted = {key: value for key, value in preconditions.items() if value}
         body = {**DELETE_OPTIONS, "preconditions": wanted}
         # A successful DELETE may answer with an empty body; only a 404 means "not there".
-        return self._found(lambda: self.kube.delete(path, body) or {}) is not None
+        return self._found(resource, lambda: self.kube.delete(path, body) or {}) is not None
 
     def _object_path(self, ref: ObjectRef, *, collection: bool = False) -> tuple[str, str]:
         """The REST path of a watched object (or of its collection) and the cache's name for
@@ -286,7 +298,7 @@ class Writer:
         pass.
         """
         path = resource_path("", "v1", NAMESPACES, name=name)
-        fresh = self._found(lambda: self.kube.get(path))
+        fresh = self._found(NAMESPACES, lambda: self.kube.get(path))
         version = planned.get("resourceVersion")
         if fresh is None or _metadata(fresh).get("resourceVersion") != version:
             raise Replan(f"namespace {name} changed since the plan")
@@ -294,7 +306,7 @@ class Writer:
         if entries is None:
             return fresh
         body = {"metadata": {"resourceVersion": version, "managedFields": entries}}
-        patched = self._found(lambda: self.kube.patch(path, body))
+        patched = self._found(NAMESPACES, lambda: self.kube.patch(path, body))
         if patched is None:
             raise Replan(f"namespace {name} is gone")
         known.put_namespace(patched)
@@ -314,7 +326,9 @@ class Writer:
             metadata["annotations"] = dict(action.annotations)
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
         path = resource_path("", "v1", NAMESPACES, name=action.name)
-        applied = self._found(lambda: self.kube.apply(path, body, FIELD_MANAGER, force=True))
+        applied = self._found(
+            NAMESPACES, lambda: self.kube.apply(path, body, FIELD_MANAGER, force=True)
+        )
         if applied is None:
             raise Replan(f"namespace {action.name} is gone")
         known.put_namespace(applied)
@@ -322,7 +336,7 @@ class Writer:
 
     def _delete_namespace(self, action: DeleteNamespace) -> Written:
         path = resource_path("", "v1", NAMESPACES, name=action.name)
-        if not self._delete(path, {"uid": action.uid}):
+        if not self._delete(NAMESPACES, path, {"uid": action.uid}):
             return ()
         return (Expectation(NAMESPACES, "", action.name, "terminating", uid=action.uid),)
 
@@ -335,7 +349,7 @@ class Writer:
         path = subnamespaces.path(namespace, name)
         if subresource:
             path = f"{path}/{subresource}"
-        patched = self._found(lambda: self.kube.patch(path, body))
+        patched = self._found(SUBNAMESPACES, lambda: self.kube.patch(path, body))
         if patched is None:
             raise Replan(f"SubNamespace {namespace}/{name} is gone")
         known.put_subnamespace(patched)
@@ -368,6 +382,7 @@ class Writer:
         """Write the conditions the controller owns, keeping the others, and keeping the
         transition time of each condition whose status did not change."""
         sub = self._known(known, action.namespace, action.name)
+        self._still_current(sub)
         current = list((sub.get("status") or {}).get("conditions") or ())
         before = {c.get("type"): c for c in current}
         now = _now()
@@ -392,13 +407,29 @@ class Writer:
         }
         return self._patch_subnamespace(known, (action.namespace, action.name), body, "status")
 
+    def _still_current(self, planned: Mapping[str, Any]) -> None:
+        """Raise Replan when the cache shows the SubNamespace deleted, being deleted, or
+        changed since the pass read it at ``planned``: its status would speak of a picture
+        that no longer holds, and the change that made it stale brings a pass of its own."""
+        metadata = _metadata(planned)
+        key = f"{metadata.get('namespace')}/{metadata.get('name')}"
+        now = self.lookup(SUBNAMESPACES, metadata.get("namespace", ""), metadata.get("name", ""))
+        if now is None or _metadata(now).get("uid") != metadata.get("uid"):
+            raise Replan(f"SubNamespace {key} is gone: no status for it")
+        if _metadata(now).get("deletionTimestamp") and not metadata.get("deletionTimestamp"):
+            raise Replan(f"SubNamespace {key} is being deleted: no status for it")
+        version = str(_metadata(now).get("resourceVersion") or "")
+        planned_at = str(metadata.get("resourceVersion") or "")
+        if version != planned_at and at_least(version, planned_at):
+            raise Replan(f"SubNamespace {key} changed since the pass read it")
+
     # -- copies -------------------------------------------------------------------------------
 
     def _create_object(self, obj: Mapping[str, Any]) -> Written:
         ref = ObjectRef.of(obj)
         path, resource = self._object_path(ref, collection=True)
         try:
-            created = self._call(lambda: self.kube.create(path, obj))
+            created = self._call(resource, lambda: self.kube.create(path, obj))
         except ApiError as error:
             if error.namespace_terminating:
                 return ()
@@ -415,7 +446,7 @@ class Writer:
             metadata["uid"] = action.uid
         body = {**action.object, "metadata": metadata}
         try:
-            replaced = self._call(lambda: self.kube.replace(path, body))
+            replaced = self._call(resource, lambda: self.kube.replace(path, body))
         except ApiError as error:
             if error.not_found:
                 raise Replan(f"{ref} is gone") from error
@@ -426,21 +457,22 @@ class Writer:
 
     def _recreate(self, action: ReplaceObject) -> Written:
         """Delete the object (that incarnation only) and create the copy in its place."""
-        path, _ = self._object_path(action.ref)
-        self._delete(path, {"uid": action.uid})
+        path, resource = self._object_path(action.ref)
+        self._delete(resource, path, {"uid": action.uid})
         return self._create_object(action.object)
 
     def _delete_object(self, action: DeleteObject) -> Written:
         ref = action.ref
         path, resource = self._object_path(ref)
-        if not self._delete(path, {"uid": ref.uid, "resourceVersion": action.resource_version}):
+        preconditions = {"uid": ref.uid, "resourceVersion": action.resource_version}
+        if not self._delete(resource, path, preconditions):
             return ()
         return (Expectation(resource, ref.namespace, ref.name, "terminating", uid=ref.uid),)
 
     def _annotate_object(self, action: AnnotateObject) -> Written:
         path, resource = self._object_path(action.ref)
         body = {"metadata": {"annotations": dict(action.annotations)}}
-        patched = self._found(lambda: self.kube.patch(path, body))
+        patched = self._found(resource, lambda: self.kube.patch(path, body))
         if patched is None:
             raise Replan(f"{action.ref} is gone")
         return (_expect(resource, patched),)

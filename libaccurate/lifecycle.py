@@ -35,6 +35,7 @@ CONFLICT_MESSAGE = "Conflicting namespace already exists"
 REASON_SYNCED = "Synced"
 REASON_NAMESPACE_TERMINATING = "NamespaceTerminating"
 REASON_DELETING_SUBTREE = "DeletingSubtree"
+REASON_WAITING_FOR_QUOTA = "WaitingForQuota"
 OWNED_CONDITIONS = (CONDITION_STALLED, CONDITION_READY)
 
 State = Literal["create", "exists", "conflict", "terminating", "deleting"]
@@ -187,8 +188,12 @@ def _judge(parent: str, name: str, forest: Forest, result: Lifecycle) -> Verdict
     return Verdict(parent, name, "exists")
 
 
-def status_for(verdict: Verdict, generation: int, problem: Problem | None) -> SubNamespaceStatus:
-    """The status of a live SubNamespace, assuming this plan's actions succeed."""
+def status_for(
+    verdict: Verdict, generation: int, problem: Problem | None, waiting: str | None = None
+) -> SubNamespaceStatus:
+    """The status of a live SubNamespace, assuming this plan's actions succeed; ``waiting``
+    says why copies into its namespace are held back (hierarchical quotas not counting there
+    yet), a state that ends by itself within a pass or two."""
     if verdict.state == "conflict":
         conditions: tuple[Condition, ...] = (
             Condition(CONDITION_STALLED, "True", REASON_CONFLICT, CONFLICT_MESSAGE),
@@ -202,6 +207,8 @@ def status_for(verdict: Verdict, generation: int, problem: Problem | None) -> Su
         )
     elif problem is not None:
         conditions = (Condition(CONDITION_READY, "False", problem.reason, problem.message),)
+    elif waiting is not None:
+        conditions = (Condition(CONDITION_READY, "False", REASON_WAITING_FOR_QUOTA, waiting),)
     else:
         message = f"namespace {verdict.name} is in place with its metadata and objects"
         conditions = (Condition(CONDITION_READY, "True", REASON_SYNCED, message),)

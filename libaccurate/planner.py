@@ -36,6 +36,7 @@ from libaccurate.forest import Forest, Node, Problem
 from libaccurate.inheritance import Metadata, desired_metadata, labels_after, needs_write
 from libaccurate.lifecycle import plan_lifecycle, status_differs, status_for
 from libaccurate.propagation import plan_kind
+from libaccurate.quota import awaiting
 from libaccurate.treelabels import tree_labels
 
 Object = Mapping[str, Any]
@@ -78,6 +79,11 @@ class Snapshot:
     built otherwise; the plan never changes it). ``scope`` asks for the part of the plan about
     these namespaces only (see ``affected``), at a cost that follows their number rather than
     the cluster's: a controller that knows what changed since its last pass plans just that.
+
+    ``hrqs`` are the HierarchicalResourceQuotas and ``hrq_quotas`` the ResourceQuotas kept for
+    them (full, with status): a namespace below an HRQ gets no copy until its ResourceQuota
+    for each HRQ above counts (libaccurate.quota.awaiting), since a copied RoleBinding would let
+    a tenant write there uncharged.
     """
 
     config: Config
@@ -88,6 +94,8 @@ class Snapshot:
     propagate_generated: bool = False
     forest: Forest | None = None
     scope: frozenset[str] | None = None
+    hrqs: Sequence[Object] = ()
+    hrq_quotas: Sequence[Object] = ()
 
 
 @dataclass(frozen=True)
@@ -117,7 +125,9 @@ class Plan:
     ``scope`` is the snapshot's: when set, the steps, statuses and problems are those about
     these namespaces (a SubNamespace is about the namespace it names), exactly as the whole
     plan has them, and ``beyond_scope`` says whether planning them met writes due elsewhere
-    (on the chains they inherit through), which only a whole plan makes.
+    (on the chains they inherit through), which only a whole plan makes. ``waiting`` names
+    the namespaces whose copies are held back until their hierarchical quotas count there, with
+    why; ``forest`` is the namespaces as they will be after the pass.
     """
 
     steps: tuple[Step, ...]
@@ -127,6 +137,8 @@ class Plan:
     label_problems: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     scope: frozenset[str] | None = None
     beyond_scope: bool = False
+    waiting: Mapping[str, str] = field(default_factory=dict)
+    forest: Forest | None = None
 
     @property
     def actions(self) -> tuple[Action, ...]:
@@ -184,14 +196,19 @@ def plan(snapshot: Snapshot) -> Plan:
     actions.extend(_namespace_writes(namespaces, metadata, lifecycle.created))
     owners = snapshot.owners if snapshot.propagate_generated else None
     labels = _future_labels(forest, namespaces, metadata)
+    copies: list[Action] = []
     for gvk in config.watches:
         objects = snapshot.objects.get(gvk, ())
-        actions.extend(plan_kind(gvk, objects, forest, config, owners, labels, within))
+        copies.extend(plan_kind(gvk, objects, forest, config, owners, labels, within))
+    targets = {a.namespace for a in copies} | {v.name for v in lifecycle.verdicts}
+    waiting = awaiting(forest, snapshot.hrqs, snapshot.hrq_quotas, targets)
+    actions.extend(_unless_waiting(copies, waiting))
     statuses = {}
     for verdict in lifecycle.verdicts:
         sub = subnamespaces[(verdict.namespace, verdict.name)]
         generation = int((sub.get("metadata") or {}).get("generation") or 0)
-        status = status_for(verdict, generation, forest.problem(verdict.name))
+        problem = forest.problem(verdict.name)
+        status = status_for(verdict, generation, problem, waiting.get(verdict.name))
         statuses[(verdict.namespace, verdict.name)] = status
         if status_differs(sub, status):
             actions.append(PatchSubNamespaceStatus(verdict.namespace, verdict.name, status))
@@ -202,6 +219,7 @@ def plan(snapshot: Snapshot) -> Plan:
         )
         actions = [action for action in actions if about(action) in scope]
         statuses = {key: status for key, status in statuses.items() if key[1] in scope}
+        waiting = {name: why for name, why in waiting.items() if name in scope}
     return Plan(
         _order(actions, forest),
         statuses,
@@ -210,7 +228,23 @@ def plan(snapshot: Snapshot) -> Plan:
         _label_problems(forest, config.tree_label_suffix, within, scope),
         scope,
         beyond_scope,
+        waiting,
+        forest,
     )
+
+
+def _unless_waiting(actions: list[Action], waiting: Mapping[str, str]) -> list[Action]:
+    """The propagation actions less the writes into namespaces waiting for their quotas to
+    count (and the events about those writes); deleting a copy there still goes ahead, since
+    it can only take rights away."""
+    if not waiting:
+        return actions
+    held = {
+        action.ref.key
+        for action in actions
+        if isinstance(action, (CreateObject, ReplaceObject)) and action.namespace in waiting
+    }
+    return [action for action in actions if _object_key(action) not in held]
 
 
 def affected(forest: Forest, changed: Iterable[str]) -> frozenset[str]:

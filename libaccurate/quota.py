@@ -175,17 +175,22 @@ def subtree(forest: Forest, hrq: Hrq) -> tuple[str, ...]:
     return forest.subtree(hrq.namespace)
 
 
+def by_namespace(hrqs: Iterable[Hrq]) -> dict[str, list[Hrq]]:
+    """The HRQs by the namespace they are in, sorted: an index for many ``covering`` calls."""
+    found: dict[str, list[Hrq]] = {}
+    for hrq in sorted(hrqs):
+        found.setdefault(hrq.namespace, []).append(hrq)
+    return found
+
+
 class HrqIndex(Sequence[Hrq]):
-    """HRQs with those of each namespace at hand, so that finding the HRQs above a namespace
-    costs its depth, not the number of HRQs: the webhook reviews with one built once per
-    change of the HRQs' specs."""
+    """HRQs with their index by namespace kept beside them, so that finding the HRQs above a
+    namespace costs its depth, not the number of HRQs: the webhook reviews with one built once
+    per change of the HRQs' specs."""
 
     def __init__(self, hrqs: Iterable[Hrq]) -> None:
         self._all = tuple(hrqs)
-        by_namespace: dict[str, list[Hrq]] = {}
-        for hrq in self._all:
-            by_namespace.setdefault(hrq.namespace, []).append(hrq)
-        self._by_namespace = {n: tuple(sorted(found)) for n, found in by_namespace.items()}
+        self.namespaces: Mapping[str, Sequence[Hrq]] = by_namespace(self._all)
 
     def __len__(self) -> int:
         return len(self._all)
@@ -197,17 +202,24 @@ class HrqIndex(Sequence[Hrq]):
     def __getitem__(self, index: int | slice) -> Hrq | Sequence[Hrq]:
         return self._all[index]
 
-    def in_namespace(self, namespace: str) -> tuple[Hrq, ...]:
+    def in_namespace(self, namespace: str) -> Sequence[Hrq]:
         """The HRQs in ``namespace``, in name order."""
-        return self._by_namespace.get(namespace, ())
+        return self.namespaces.get(namespace, ())
 
 
-def covering(forest: Forest, hrqs: Iterable[Hrq], namespace: str) -> list[Hrq]:
+def covering(
+    forest: Forest,
+    hrqs: Iterable[Hrq],
+    namespace: str,
+    index: Mapping[str, Sequence[Hrq]] | None = None,
+) -> list[Hrq]:
     """The HRQs that limit what ``namespace`` uses: its own and those of its ancestors,
-    nearest first."""
-    index = hrqs if isinstance(hrqs, HrqIndex) else HrqIndex(hrqs)
+    nearest first (``index``, from ``by_namespace(hrqs)``, saves building it again; an
+    HrqIndex carries its own)."""
     chain = (namespace, *forest.ancestors(namespace))
-    return [hrq for name in chain for hrq in index.in_namespace(name)]
+    if index is None:
+        index = hrqs.namespaces if isinstance(hrqs, HrqIndex) else by_namespace(hrqs)
+    return [hrq for name in chain for hrq in index.get(name, ())]
 
 
 class Usage(Protocol):
@@ -495,6 +507,60 @@ def desired_quotas(forest: Forest, hrqs: Iterable[Hrq]) -> dict[QuotaKey, dict[s
     return wanted
 
 
+def counting(quota: Object, hrq: Hrq) -> bool:
+    """Whether kube-apiserver's quota admission charges, to this ResourceQuota, every write of
+    what ``hrq`` limits.
+
+    Admission reads a quota's resources from its ``status.hard``, which kube-controller-manager
+    fills in after the quota is created (or its spec changes): until then a resource missing
+    there is not charged at all (plugin/pkg/admission/resourcequota/controller.go CheckRequest
+    masks the write's usage by ``status.hard``), so the quota counts only once each resource of
+    the HRQ is in ``status.hard`` and, with its usage, in ``status.used``.
+    """
+    status = quota.get("status") or {}
+    hard, used = status.get("hard") or {}, status.get("used") or {}
+    return all(resource in hard and resource in used for resource in hrq.hard)
+
+
+def awaiting(
+    forest: Forest,
+    hrq_objects: Iterable[Object],
+    quotas: Iterable[Object],
+    namespaces: Iterable[str],
+) -> dict[str, str]:
+    """Which of ``namespaces`` are below an HRQ whose ResourceQuota there does not count yet
+    (missing, or not yet filled in by kube-controller-manager), each with why.
+
+    Until it counts, a write there would not be charged to the HRQ, so nothing may give anyone
+    rights there: the planner holds back copies into these namespaces. An HRQ whose spec
+    cannot be used holds nothing (it is not enforced at all, and its status says so).
+    """
+    hrqs, _ = read_hrqs(hrq_objects)
+    if not hrqs:
+        return {}
+    held = {
+        (q["metadata"]["namespace"], q["metadata"]["name"]): q
+        for q in quotas
+        if hrq_of_quota(q) is not None
+    }
+    index = by_namespace(hrqs)
+    found = {}
+    for namespace in namespaces:
+        # Nothing can be created in a terminating namespace, and it gets no ResourceQuota.
+        if namespace not in forest or forest.nodes[namespace].terminating:
+            continue
+        missing = []
+        for hrq in covering(forest, hrqs, namespace, index):
+            if not counting(held.get((namespace, quota_name(hrq.key))) or {}, hrq):
+                missing.append(f"{quota_name(hrq.key)} (for {hrq.ref})")
+        if missing:
+            found[namespace] = (
+                f"waiting until the ResourceQuotas counting for the hierarchical quotas above "
+                f"namespace {namespace} exist and are counted: {', '.join(missing)}"
+            )
+    return found
+
+
 def plan_quotas(
     forest: Forest, hrq_objects: Sequence[Object], quotas: Sequence[Object]
 ) -> QuotaPlan:
@@ -527,7 +593,6 @@ def plan_quotas(
         for key in sorted(held.keys() - wanted.keys())
     )
     usage = usage_of(q for key, q in held.items() if key in wanted)
-    counted = {key for key, q in held.items() if "used" in (q.get("status") or {})}
     statuses = []
     by_key = {_key(obj): obj for obj in hrq_objects}
     for key, problem in sorted(problems.items()):
@@ -538,7 +603,7 @@ def plan_quotas(
         uncounted = [
             namespace
             for namespace in subtree(forest, hrq)
-            if (namespace, quota_name(hrq.key)) not in counted
+            if not counting(held.get((namespace, quota_name(hrq.key))) or {}, hrq)
         ]
         status = hrq_status(forest, hrqs, hrq, usage, uncounted)
         obj = by_key[hrq.key]

@@ -65,7 +65,7 @@ def make_quota(
     cluster: Cluster, ns: str, hard: dict[str, Any], name: str = "q", **spec: Any
 ) -> Any:
     """Create a ResourceQuota and wait for the controller to count its usage: until then quota
-    admission refuses what it tracks (``status unknown for quota``)."""
+    admission ignores it (it reads what a quota tracks from status.hard)."""
     body = {"metadata": {"name": name}, "spec": {"hard": hard, **spec}}
     request(cluster.api_client, "POST", quotas(ns), body)
     return wait_for(
@@ -706,6 +706,26 @@ def test_usage_is_given_back_after_a_delete_and_hard_follows_spec(cluster: Clust
         "hard": {"secrets": "2", "services": "4"},
         "used": {"secrets": "0", "services": "1"},
     }
+
+
+def test_a_quota_whose_status_hard_is_empty_charges_and_refuses_nothing(cluster: Cluster) -> None:
+    """CheckRequest takes what a quota tracks from its status.hard (``hardResources :=
+    quota.ResourceNames(resourceQuota.Status.Hard)``), not from its spec: a quota that
+    kube-controller-manager has not filled in yet tracks nothing, so a write passes uncharged,
+    even over spec.hard, with no ``status unknown for quota``. Hierarchical quotas depend on it:
+    the controller copies nothing into a namespace until its quotas are filled in
+    (docs/hierarchical-quotas.md). The controller does not fill it in again on a status-only
+    change (updateQuota requeues only when spec.hard changed)."""
+    ns = quota_namespace(cluster)
+    make_quota(cluster, ns, {"secrets": "1"})
+    wiped = {"status": {"hard": None, "used": None}}
+    request(cluster.api_client, "PATCH", quotas(ns, "q") + "/status", wiped, MERGE)
+
+    for name in ("a", "b"):
+        request(cluster.api_client, "POST", core(ns, "secrets"), {"metadata": {"name": name}})
+
+    status = request(cluster.api_client, "GET", quotas(ns, "q")).get("status") or {}
+    assert not status.get("hard") and not status.get("used")
 
 
 def test_a_pod_that_ends_stops_using_compute(cluster: Cluster) -> None:

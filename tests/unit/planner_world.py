@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from libaccurate import quota
 from libaccurate.actions import (
     Action,
     AddFinalizer,
@@ -34,6 +35,7 @@ from libaccurate.actions import (
 from libaccurate.closing import close
 from libaccurate.config import Config, GroupVersionKind
 from libaccurate.constants import FIELD_MANAGER, FINALIZER
+from libaccurate.forest import Forest
 from libaccurate.lifecycle import OWNED_CONDITIONS
 from libaccurate.ownership import OwnedKeys, upgraded_managed_fields
 from libaccurate.planner import Finding, Plan, Snapshot, plan
@@ -64,6 +66,9 @@ class World:
     owners: dict[str, Obj] = field(default_factory=dict)
     propagate_generated: bool = False
     events: list[EmitEvent] = field(default_factory=list)
+    # HierarchicalResourceQuotas, and the ResourceQuotas kept for them by (namespace, name).
+    hrqs: list[Obj] = field(default_factory=list)
+    quotas: dict[tuple[str, str], Obj] = field(default_factory=dict)
     failures: list[tuple[Action, str]] = field(default_factory=list)
     _counter: itertools.count = field(default_factory=lambda: itertools.count(1000))
 
@@ -176,7 +181,33 @@ class World:
             objects=by_kind,
             owners=copy.deepcopy(self.owners),
             propagate_generated=self.propagate_generated,
+            hrqs=copy.deepcopy(self.hrqs),
+            hrq_quotas=[copy.deepcopy(q) for q in self.quotas.values()],
         )
+
+    def keep_quotas(self) -> list[Obj]:
+        """What the controller's quota keeper does in a pass: create and delete the
+        ResourceQuotas the HRQs need (created without status, as on a cluster; a changed spec
+        leaves the status as it was); returns the new ones."""
+        forest = Forest.build(self.namespaces.values())
+        planned = quota.plan_quotas(forest, self.hrqs, list(self.quotas.values()))
+        for obj in planned.create:
+            self.quotas[(obj["metadata"]["namespace"], obj["metadata"]["name"])] = copy.deepcopy(
+                dict(obj)
+            )
+        for obj in planned.replace:
+            key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+            self.quotas[key]["spec"] = copy.deepcopy(dict(obj["spec"]))
+        for namespace, name, _ in planned.delete:
+            del self.quotas[(namespace, name)]
+        return list(planned.create)
+
+    def count_quotas(self) -> None:
+        """What kube-controller-manager's quota controller does with a new ResourceQuota:
+        fill in status.hard from spec.hard and status.used (nothing used here)."""
+        for obj in self.quotas.values():
+            hard = dict(obj["spec"]["hard"])
+            obj["status"] = {"hard": hard, "used": dict.fromkeys(hard, "0")}
 
     # --- applying -------------------------------------------------------------------------
 

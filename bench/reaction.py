@@ -1,0 +1,287 @@
+"""14 and 15: how soon the controller answers a change (issue 31), through the API server.
+
+Each change is sent by a client and its effect seen through a watch kept open on a thread of
+its own (``Stamps``), so a figure runs from the client's request to the controller's first
+write for it as the API server publishes it: the request, the event reaching the controller,
+its pass and its write, and that write's event reaching the watch. That is more than the Go
+figure of issue 31 measures (the audit log's time between the DELETE and the finalizer's
+removal, 4-10 ms), never less. The in-memory API server runs in a process of its own here, as a
+real one does (see ``Target.apart``).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from accurate_testbed.objects import secret
+from bench import controller, population
+from bench.report import Row, percentile, seconds
+from bench.target import Target
+from libaccurate import subnamespaces
+from libaccurate.constants import (
+    CONDITION_READY,
+    FINALIZER,
+    LABEL_PARENT,
+    SUBNAMESPACE_KIND,
+)
+from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
+
+NAMESPACES_PER_ROOT = 50
+TIMEOUT = 120.0
+# Go Accurate v0.4.0 on a real API server (issue 31): the old SubNamespace's finalizer removed
+# 4 to 10 ms after its DELETE. The goal for every figure here: p50 and p99.
+GOAL_P50 = 0.010
+GOAL_P99 = 0.050
+# A pause after each change's effect, so that the next one meets an idle controller.
+IDLE = 0.3
+TREE_LABEL_SUFFIX = "tree.accurate.cybozu.com"
+# What a watch event says about an object: the names of the moments it marks.
+Marks = Callable[[str, Mapping[str, Any]], Sequence[str]]
+Key = tuple[str, str, str]
+
+
+class Stamps:
+    """When each object at ``path`` first showed each mark, by (mark, namespace, name), as a
+    watch on a thread of its own saw it; ``wait`` for one."""
+
+    def __init__(self, kube: Kube, path: str, marks: Marks) -> None:
+        self.kube = kube
+        self.path = path
+        self.marks = marks
+        self._seen: dict[Key, float] = {}
+        self._changed = threading.Condition()
+        self._stop = threading.Event()
+        listed = kube.list_objects(path)
+        self._version = str(listed["metadata"]["resourceVersion"])
+        threading.Thread(target=self._follow, name=f"stamps {path}", daemon=True).start()
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def wait(self, mark: str, namespace: str, name: str) -> float:
+        """The moment (time.monotonic) the object showed ``mark``, waiting for it if need be."""
+        key = (mark, namespace, name)
+        with self._changed:
+            if not self._changed.wait_for(lambda: key in self._seen, timeout=TIMEOUT):
+                raise TimeoutError(f"{self.path}: no {mark} of {namespace}/{name}")
+            return self._seen[key]
+
+    def count(self, mark: str) -> int:
+        with self._changed:
+            return sum(1 for key in self._seen if key[0] == mark)
+
+    def _follow(self) -> None:
+        while not self._stop.is_set():
+            try:
+                for event in self.kube.watch(self.path, self._version, timeout_seconds=60):
+                    self._take(event)
+                    if self._stop.is_set():
+                        return
+            except (ApiError, KubeError):
+                # Gone too far back, or the server is going away: from now on, if there is one.
+                if self._stop.wait(0.1):
+                    return
+                try:
+                    listed = self.kube.list_objects(self.path)
+                except KubeError:
+                    continue
+                self._version = str(listed["metadata"]["resourceVersion"])
+
+    def _take(self, event: Mapping[str, Any]) -> None:
+        now = time.monotonic()
+        obj = event["object"]
+        metadata = obj.get("metadata") or {}
+        self._version = str(metadata.get("resourceVersion") or self._version)
+        if event["type"] == "BOOKMARK":
+            return
+        where = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+        with self._changed:
+            for mark in self.marks(event["type"], obj):
+                self._seen.setdefault((mark, *where), now)
+            self._changed.notify_all()
+
+
+def _namespace_marks(kind: str, obj: Mapping[str, Any]) -> list[str]:
+    marks = ["created"]
+    metadata = obj.get("metadata") or {}
+    if metadata.get("deletionTimestamp"):
+        marks.append("terminating")
+    if any(key.endswith(f".{TREE_LABEL_SUFFIX}/depth") for key in metadata.get("labels") or {}):
+        marks.append("labelled")
+    return marks if kind != "DELETED" else ["gone"]
+
+
+def _subnamespace_marks(kind: str, obj: Mapping[str, Any]) -> list[str]:
+    if kind == "DELETED":
+        return ["gone"]
+    conditions = (obj.get("status") or {}).get("conditions") or ()
+    ready = any(c.get("type") == CONDITION_READY and c.get("status") == "True" for c in conditions)
+    return ["ready"] if ready else []
+
+
+def _new_subnamespace(kube: Kube, parent: str, name: str) -> None:
+    """As the mutating webhook leaves it (the benchmark runs none): with the finalizer."""
+    body = {
+        "apiVersion": subnamespaces.api_version(),
+        "kind": SUBNAMESPACE_KIND,
+        "metadata": {"name": name, "namespace": parent, "finalizers": [FINALIZER]},
+    }
+    kube.create(subnamespaces.path(parent), body)
+
+
+def _latencies(rows: list[Row], name: str, figure: str, samples: list[float]) -> None:
+    p50, p99 = percentile(samples, 0.5), percentile(samples, 0.99)
+    rows += [
+        Row(name, f"{figure} p50", f"{p50 * 1000:.1f} ms", "<= 10 ms", p50 <= GOAL_P50),
+        Row(name, f"{figure} p99", f"{p99 * 1000:.1f} ms", "<= 50 ms", p99 <= GOAL_P99),
+    ]
+
+
+def reaction(target: Target, size: int, changes: int) -> list[Row]:
+    """14: an idle controller on ``size`` namespaces (trees of 50 made by SubNamespaces, one
+    update-mode Secret in each root); ``changes`` SubNamespaces created then deleted one at a
+    time, and as many moved as the Go plugin moves them (the namespace's parent label
+    changed, then the old SubNamespace deleted)."""
+    with target.apart() as cluster:
+        kube = cluster.kube()
+        trees = population.forest(
+            cluster, max(1, size // NAMESPACES_PER_ROOT), size, subnamespaces=True
+        )
+        for root in trees:
+            kube.create(population.secrets_path(root), secret(root, "shared", "update", {"v": "x"}))
+        running = controller.start(cluster)
+        namespaces = Stamps(kube, population.NAMESPACES, _namespace_marks)
+        subs = Stamps(kube, subnamespaces.path(), _subnamespace_marks)
+        try:
+            _wait(lambda: _first_pass_done(running))
+            time.sleep(10 * IDLE)
+            created, terminating, gone = _create_and_delete(
+                cluster, kube, trees, changes, namespaces, subs
+            )
+            released = _moves(kube, trees, changes, subs)
+        finally:
+            namespaces.close()
+            subs.close()
+            running.stop()
+    name = f"14 reaction, {size} ns, idle controller"
+    rows: list[Row] = []
+    _latencies(rows, name, "SubNamespace created -> namespace created", created)
+    _latencies(rows, name, "SubNamespace deleted -> namespace deleted", terminating)
+    _latencies(rows, name, "SubNamespace deleted -> finalizer removed (gone)", gone)
+    _latencies(rows, name, "Go plugin's move: old SubNamespace deleted -> gone", released)
+    return rows
+
+
+def _create_and_delete(
+    cluster: Target,
+    kube: Kube,
+    trees: Mapping[str, list[str]],
+    changes: int,
+    namespaces: Stamps,
+    subs: Stamps,
+) -> tuple[list[float], list[float], list[float]]:
+    chooser = random.Random(31)
+    parents = [ns for root, tree in trees.items() for ns in (root, *tree)]
+    created, terminating, gone = [], [], []
+    for index in range(changes):
+        parent, name = chooser.choice(parents), cluster.name(f"react{index}")
+        started = time.monotonic()
+        _new_subnamespace(kube, parent, name)
+        created.append(namespaces.wait("created", "", name) - started)
+        subs.wait("ready", parent, name)
+        time.sleep(IDLE)
+        started = time.monotonic()
+        kube.delete(subnamespaces.path(parent, name))
+        terminating.append(namespaces.wait("terminating", "", name) - started)
+        gone.append(subs.wait("gone", parent, name) - started)
+        namespaces.wait("gone", "", name)
+        time.sleep(IDLE)
+    return created, terminating, gone
+
+
+def _moves(kube: Kube, trees: Mapping[str, list[str]], changes: int, subs: Stamps) -> list[float]:
+    """The Go plugin's ``sub move`` of the last sub-namespace of each tree (at most
+    ``changes``): the namespace gets another root as parent, then its old SubNamespace is
+    deleted, whose finalizer alone the controller then removes."""
+    roots = list(trees)
+    released = []
+    for index, root in enumerate(roots[:changes]):
+        leaf = trees[root][-1]
+        path = resource_path("", "v1", "namespaces", name=leaf)
+        parent = kube.get(path)["metadata"]["labels"][LABEL_PARENT]
+        other = roots[(index + 1) % len(roots)]
+        kube.patch(path, {"metadata": {"labels": {LABEL_PARENT: other}}})
+        started = time.monotonic()
+        kube.delete(subnamespaces.path(parent, leaf))
+        released.append(subs.wait("gone", parent, leaf) - started)
+        time.sleep(IDLE)
+    return released
+
+
+def long_pass(target: Target, size: int, flags: Sequence[str]) -> list[Row]:
+    """15: a controller turning tree labels on for ``size`` namespaces (a first pass that
+    writes every one of them) with ``flags``; in the middle of that pass a tenant creates a
+    SubNamespace. When its namespace is there and Ready, against when the pass is done."""
+    with target.apart() as cluster:
+        kube = cluster.kube()
+        trees = population.forest(
+            cluster, max(1, size // NAMESPACES_PER_ROOT), size, subnamespaces=True
+        )
+        everything = sum(len(tree) + 1 for tree in trees.values())
+        namespaces = Stamps(kube, population.NAMESPACES, _namespace_marks)
+        subs = Stamps(kube, subnamespaces.path(), _subnamespace_marks)
+        settings = {**controller.CONFIG, "treeLabels": {"suffix": TREE_LABEL_SUFFIX}}
+        started = time.monotonic()
+        running = controller.start(cluster, *flags, settings=settings)
+        try:
+            _wait(lambda: namespaces.count("labelled") >= min(100, everything // 10))
+            parent, name = next(iter(trees)), cluster.name("tenant")
+            labelled_then = namespaces.count("labelled")
+            asked = time.monotonic()
+            _new_subnamespace(kube, parent, name)
+            created = namespaces.wait("created", "", name) - asked
+            ready = subs.wait("ready", parent, name) - asked
+            originals = [name for root, tree in trees.items() for name in (root, *tree)]
+            last = max(namespaces.wait("labelled", "", name) for name in originals)
+            done, whole = last - asked, last - started
+        finally:
+            namespaces.close()
+            subs.close()
+            running.stop()
+    limit = " ".join(flags) or "no client-side limit"
+    name = f"15 long pass, tree labels on {everything} ns, {limit}"
+    return [
+        Row(name, "first pass, start to every namespace labelled", seconds(whole)),
+        Row(name, "namespaces labelled when the SubNamespace came", str(labelled_then)),
+        Row(name, "SubNamespace created -> its namespace created", seconds(created)),
+        Row(name, "SubNamespace created -> Ready", seconds(ready)),
+        Row(name, "SubNamespace created -> every other namespace labelled", seconds(done)),
+        Row(
+            name,
+            "its namespace created before the others are labelled",
+            "yes" if created < done else "no",
+            "yes",
+            created < done,
+        ),
+    ]
+
+
+def _first_pass_done(running: Any) -> bool:
+    """Whether the bulk lane's first pass (of the whole cluster) has ended: passes of the
+    SubNamespace lane count among the controller's passes too."""
+    return any(
+        record.get("msg") == "reconcile pass done" and record.get("namespaces") == "all"
+        for record in running.records()
+    )
+
+
+def _wait(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10 * TIMEOUT
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the first pass did not get there")
+        time.sleep(0.01)

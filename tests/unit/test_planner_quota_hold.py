@@ -1,0 +1,214 @@
+"""The planner holds copies out of a namespace below a hierarchical quota until its quota counts.
+
+A RoleBinding copied into a new sub-namespace is the tenant's only right there; if it landed
+before the ResourceQuotas that make kube-apiserver charge the HRQs above, the tenant could
+write there uncharged and overshoot the HRQ (docs/hierarchical-quotas.md, "A namespace joins
+a subtree"). The world applies plans like the API server, runs the quota keeper between passes
+and fills the ResourceQuotas' status the way kube-controller-manager does, when told to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from libaccurate import quota
+from libaccurate.actions import CreateObject, DeleteObject, ReplaceObject
+from libaccurate.constants import ANNOTATION_PROPAGATE, CONDITION_READY, LABEL_TYPE
+from libaccurate.forest import Forest
+from libaccurate.lifecycle import REASON_WAITING_FOR_QUOTA
+from libaccurate.planner import Plan, plan
+from tests.unit.planner_world import ROLE_BINDING, World, settle
+from tests.unit.test_planner import CONFIG
+from tests.unit.test_planner_properties import NAMES, PROPERTY_SETTINGS, worlds
+
+RBAC = "rbac.authorization.k8s.io"
+
+
+def hrq(namespace: str, name: str = "compute", **hard: str) -> dict[str, Any]:
+    return {
+        "apiVersion": quota.API_VERSION,
+        "kind": quota.KIND,
+        "metadata": {"namespace": namespace, "name": name},
+        "spec": {"hard": hard or {"pods": "3"}},
+    }
+
+
+def binding(namespace: str) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "namespace": namespace,
+            "name": "tenant",
+            "annotations": {ANNOTATION_PROPAGATE: "update"},
+        },
+        "roleRef": {
+            "kind": "ClusterRole",
+            "name": "admin",
+            "apiGroup": "rbac.authorization.k8s.io",
+        },
+        "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}],
+    }
+
+
+def ready(world: World, parent: str, name: str) -> dict[str, Any]:
+    conditions = (world.subnamespaces[(parent, name)].get("status") or {}).get("conditions") or ()
+    return next(c for c in conditions if c["type"] == CONDITION_READY)
+
+
+def copies_into(planned: Plan, namespace: str) -> list[Any]:
+    return [
+        a
+        for a in planned.changes()
+        if isinstance(a, (CreateObject, ReplaceObject)) and a.namespace == namespace
+    ]
+
+
+def quota_root() -> World:
+    world = World(config=CONFIG)
+    world.add_namespace("team", {LABEL_TYPE: "root"})
+    world.add_object(ROLE_BINDING, binding("team"))
+    world.hrqs.append(hrq("team"))
+    world.keep_quotas()
+    world.count_quotas()
+    return world
+
+
+def test_a_new_sub_namespace_gets_no_rolebinding_until_its_quota_counts() -> None:
+    world = quota_root()
+    world.add_subnamespace("team", "dev")
+
+    first = plan(world.snapshot())
+    world.apply(first)
+    assert "dev" in world.namespaces
+    assert world.find(ROLE_BINDING, "dev", "tenant") is None
+    waiting = ready(world, "team", "dev")
+    assert (waiting["status"], waiting["reason"]) == ("False", REASON_WAITING_FOR_QUOTA)
+    assert "hrq.team.compute (for team/compute)" in waiting["message"]
+
+    made = world.keep_quotas()
+    assert [(q["metadata"]["namespace"], q["metadata"]["name"]) for q in made] == [
+        ("dev", "hrq.team.compute")
+    ]
+    # Created, but kube's quota controller has not filled status.hard in: admission would not
+    # charge it yet, so still nothing.
+    assert copies_into(plan(world.snapshot()), "dev") == []
+
+    world.count_quotas()
+    settle(world)
+    assert world.find(ROLE_BINDING, "dev", "tenant") is not None
+    assert ready(world, "team", "dev")["status"] == "True"
+
+
+def test_the_plan_says_which_namespaces_wait_and_gives_the_forest_after_it() -> None:
+    world = quota_root()
+    world.add_subnamespace("team", "dev")
+    planned = plan(world.snapshot())
+    assert set(planned.waiting) == {"dev"}
+    assert planned.forest is not None and planned.forest.nodes["dev"].parent == "team"
+    # What the keeper makes for the namespace in the same pass, from the plan's forest.
+    wanted = quota.desired_quotas(planned.forest, quota.read_hrqs(world.hrqs)[0])
+    assert ("dev", "hrq.team.compute") in wanted
+
+
+def test_a_namespace_under_no_hrq_gets_its_copies_at_once() -> None:
+    world = quota_root()
+    world.add_namespace("other", {LABEL_TYPE: "root"})
+    world.add_object(ROLE_BINDING, binding("other"))
+    world.add_subnamespace("other", "free")
+    world.apply(plan(world.snapshot()))
+    assert world.find(ROLE_BINDING, "free", "tenant") is not None
+    assert ready(world, "other", "free")["status"] == "True"
+
+
+def test_a_new_resource_in_the_hrq_holds_new_copies_until_it_is_counted_too() -> None:
+    world = quota_root()
+    world.add_subnamespace("team", "dev")
+    for _ in range(3):
+        world.apply(plan(world.snapshot()))
+        world.keep_quotas()
+        world.count_quotas()
+    assert world.find(ROLE_BINDING, "dev", "tenant") is not None
+    world.hrqs[0]["spec"]["hard"]["services"] = "2"
+    world.keep_quotas()  # the spec is replaced; status.hard lags behind it until kube counts
+    second = binding("team")
+    second["metadata"]["name"] = "second"
+    world.add_object(ROLE_BINDING, second)
+    assert copies_into(plan(world.snapshot()), "dev") == []
+    world.count_quotas()
+    settle(world)
+    assert world.find(ROLE_BINDING, "dev", "second") is not None
+
+
+def test_stale_copies_are_still_deleted_in_a_waiting_namespace() -> None:
+    """A namespace moved under an HRQ keeps no copy its new parent does not have: taking
+    rights away never waits."""
+    world = quota_root()
+    world.add_namespace("old", {LABEL_TYPE: "root"})
+    from_old = binding("old")
+    from_old["metadata"]["name"] = "from-old"
+    world.add_object(ROLE_BINDING, from_old)
+    world.add_namespace("moved", {"accurate.cybozu.com/parent": "old"})
+    settle(world)
+    assert world.find(ROLE_BINDING, "moved", "from-old") is not None
+    world.label_by_hand("moved", "accurate.cybozu.com/parent", "team")
+    planned = plan(world.snapshot())
+    assert "moved" in planned.waiting
+    assert any(isinstance(a, DeleteObject) and a.namespace == "moved" for a in planned.changes())
+    assert copies_into(planned, "moved") == []
+
+
+def _waiting_by_the_rules(world: World, planned: Plan) -> set[str]:
+    """The namespaces below an HRQ, after the pass, whose ResourceQuota for it is missing or
+    not counted: worked out from the HRQs and the stored ResourceQuotas, not by the planner."""
+    assert planned.forest is not None
+    forest = planned.forest
+    found = set()
+    for obj in world.hrqs:
+        top = obj["metadata"]["namespace"]
+        name = quota.quota_name((top, obj["metadata"]["name"]))
+        if top not in forest:
+            continue
+        for namespace in forest.subtree(top):
+            if forest.nodes[namespace].terminating:
+                continue
+            status = (world.quotas.get((namespace, name)) or {}).get("status") or {}
+            if "pods" not in (status.get("hard") or {}):
+                found.add(namespace)
+    return found
+
+
+@PROPERTY_SETTINGS
+@given(worlds(), st.sets(st.sampled_from(NAMES), max_size=2), st.data())
+def test_no_copy_lands_where_an_hrq_does_not_count_yet_and_the_tree_still_settles(
+    world, tops, data
+) -> None:
+    """Whatever the tree and whenever kube's quota controller gets round to counting, no pass
+    copies into a namespace whose quotas do not count, and once they all count the cluster
+    settles as it would without HRQs."""
+    world.hrqs.extend(hrq(top) for top in sorted(tops) if top in world.namespaces)
+    for _ in range(6):
+        planned = plan(world.snapshot())
+        waiting = _waiting_by_the_rules(world, planned)
+        assert not [
+            a
+            for a in planned.changes()
+            if isinstance(a, (CreateObject, ReplaceObject)) and a.namespace in waiting
+        ]
+        world.apply(planned)
+        world.keep_quotas()
+        if data.draw(st.booleans(), label="kube counts the new quotas now"):
+            world.count_quotas()
+    for _ in range(8):
+        world.keep_quotas()
+        world.count_quotas()
+        settle(world)
+        if not world.keep_quotas():
+            break
+    assert plan(world.snapshot()).changes() == ()
+    forest = Forest.build(world.namespaces.values())
+    assert quota.awaiting(forest, world.hrqs, world.quotas.values(), forest.nodes) == {}
+    for key, sub in world.subnamespaces.items():
+        reasons = {c.get("reason") for c in (sub.get("status") or {}).get("conditions") or ()}
+        assert REASON_WAITING_FOR_QUOTA not in reasons, key
