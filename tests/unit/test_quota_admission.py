@@ -83,11 +83,17 @@ def review(reviews: QuotaReviews, old: dict[str, Any], new: dict[str, Any]) -> b
     return reviews.validate_status(body)[1]
 
 
-def test_a_status_write_keeps_the_limit_and_a_spec_change_applies_at_once() -> None:
+def limited(pods: str, counting: str) -> tuple[Cached, QuotaReviews]:
+    """A cache holding the HRQ ``team/cap`` of ``pods`` pods, with namespace ``a`` counting
+    ``counting`` of them (its ResourceQuota at resourceVersion 10), and the webhook over it."""
     cache = Cached()
-    cache.put(HRQS, hrq("2", generation=1))
-    reviews = QuotaReviews(cache, kube=None)  # type: ignore[arg-type]
-    cache.put(HRQ_QUOTAS, counted("0", 10))
+    cache.put(HRQS, hrq(pods, generation=1))
+    cache.put(HRQ_QUOTAS, counted(counting, 10))
+    return cache, QuotaReviews(cache, kube=None)  # type: ignore[arg-type]
+
+
+def test_a_status_write_keeps_the_limit_and_a_spec_change_applies_at_once() -> None:
+    cache, reviews = limited("2", "0")
     assert review(reviews, counted("0", 10), counted("1", 10))
     cache.put(HRQ_QUOTAS, counted("1", 11))
     cache.put(HRQS, hrq("2", generation=1, used="1"))
@@ -99,10 +105,7 @@ def test_a_status_write_keeps_the_limit_and_a_spec_change_applies_at_once() -> N
 
 
 def test_an_hrq_made_again_under_the_same_name_is_read_again() -> None:
-    cache = Cached()
-    cache.put(HRQS, hrq("5", generation=1))
-    reviews = QuotaReviews(cache, kube=None)  # type: ignore[arg-type]
-    cache.put(HRQ_QUOTAS, counted("0", 10))
+    cache, reviews = limited("5", "0")
     assert review(reviews, counted("0", 10), counted("1", 10))
     cache.put(HRQ_QUOTAS, counted("1", 11))
     cache.put(HRQS, hrq("1", generation=1, uid="u2"))
@@ -110,10 +113,7 @@ def test_an_hrq_made_again_under_the_same_name_is_read_again() -> None:
 
 
 def test_a_deleted_hrq_limits_nothing_any_more() -> None:
-    cache = Cached()
-    cache.put(HRQS, hrq("1", generation=1))
-    reviews = QuotaReviews(cache, kube=None)  # type: ignore[arg-type]
-    cache.put(HRQ_QUOTAS, counted("1", 10))
+    cache, reviews = limited("1", "1")
     assert not review(reviews, counted("1", 10), counted("2", 10))
     del cache.objects[HRQS][("team", "cap")]
     cache.changes += 1
