@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 from controller.cache import HRQ_QUOTAS, HRQS, Cache
 from controller.reviews import admission_request, admission_response, unavailable
@@ -26,6 +26,63 @@ from libaccurate.quantity import ZERO, Quantity
 from libaccurate.quotaledger import Ledger, Seen
 
 Answer = tuple[dict[str, Any], bool]
+Spec = tuple[Any, Any]
+
+
+class Parsed(NamedTuple):
+    """One cached HRQ object, what tells its spec apart, and what it parsed to (None: a spec
+    that cannot be enforced)."""
+
+    key: quota.QuotaKey
+    obj: Mapping[str, Any]
+    spec: Spec
+    hrq: quota.Hrq | None
+
+
+class ParsedHrqs:
+    """The cached HRQs, each parsed once per spec, and their index by namespace.
+
+    The keeper writes HRQ statuses after nearly every counted write. The cache replaces only
+    the object written, and a status write does not move ``metadata.generation``: so an update
+    costs a look at which cached objects are new (by identity), and a parse only of those whose
+    uid or generation changed; the index is built again only when an HRQ's spec did, or an
+    HRQ came or went.
+    """
+
+    def __init__(self) -> None:
+        self.index = quota.HrqIndex(())
+        self._by_id: dict[int, Parsed] = {}
+        self._by_key: dict[quota.QuotaKey, Parsed] = {}
+
+    def update(self, objects: Sequence[Mapping[str, Any]]) -> None:
+        known = self._by_id
+        fresh = [o for o in objects if (p := known.get(id(o))) is None or p.obj is not o]
+        changed = [self._take(obj) for obj in fresh]
+        gone = self._forget(objects) if len(known) != len(objects) else False
+        if any(changed) or gone:
+            self.index = quota.HrqIndex(p.hrq for p in self._by_key.values() if p.hrq)
+
+    def _take(self, obj: Mapping[str, Any]) -> bool:
+        """Hold ``obj`` in place of what its HRQ was; whether that changed its spec."""
+        key, spec = _spec_of(obj)
+        before = self._by_key.get(key)
+        if before is not None:
+            del self._by_id[id(before.obj)]
+        same = before is not None and before.spec == spec
+        hrq = before.hrq if before is not None and same else _parsed(obj)
+        self._by_id[id(obj)] = self._by_key[key] = Parsed(key, obj, spec, hrq)
+        return not same
+
+    def _forget(self, objects: Sequence[Mapping[str, Any]]) -> bool:
+        """Drop the HRQs no longer cached; whether there were any."""
+        present = {id(obj) for obj in objects}
+        gone = [p for i, p in self._by_id.items() if i not in present]
+        for parsed in gone:
+            del self._by_id[id(parsed.obj)]
+            del self._by_key[parsed.key]
+        return bool(gone)
+
+
 MoveCheck = Callable[[str, "str | None", Forest], "str | None"]
 # kube-controller-manager's quota controller recounts what exists; refusing it would only make
 # the status wrong (its own account, or the manager's without per-controller accounts).
@@ -60,8 +117,9 @@ class QuotaReviews:
         self._lock = threading.Lock()
         # Parsed statuses by quota, with the resourceVersion they were parsed at.
         self._parsed: dict[quota.QuotaKey, Seen] = {}
-        # The HRQs as last parsed, and the cache generation they were parsed at.
-        self._hrqs: tuple[int, list[quota.Hrq]] = (-1, [])
+        # The HRQs as last parsed, and the cache generation they were looked at.
+        self._hrqs = ParsedHrqs()
+        self._hrqs_at = -1
 
     def validate_status(self, body: Any) -> Answer:
         request = admission_request(body, "", "ResourceQuota", needs_name=True)
@@ -94,7 +152,7 @@ class QuotaReviews:
                 return Verdict(False, message)
             with self._cache.reading() as forest:
                 hrqs = self._current_hrqs()
-                hrq = next((h for h in hrqs if h.key == hrq_key), None)
+                hrq = next((h for h in hrqs.in_namespace(hrq_key[0]) if h.key == hrq_key), None)
                 if hrq is None:
                     return ALLOWED
                 denial = quota.review_usage(
@@ -120,12 +178,13 @@ class QuotaReviews:
         the move), or None."""
         return quota.review_move(forest, self._current_hrqs(), self._ledger, name, parent)
 
-    def _current_hrqs(self) -> list[quota.Hrq]:
-        """The cached HRQs, parsed again only when one of them changed."""
+    def _current_hrqs(self) -> quota.HrqIndex:
+        """The cached HRQs, looked at again only when one of them changed."""
         generation = self._cache.generation(HRQS)
-        if self._hrqs[0] != generation:
-            self._hrqs = (generation, quota.read_hrqs(self._cache.items(HRQS))[0])
-        return self._hrqs[1]
+        if self._hrqs_at != generation:
+            self._hrqs.update(self._cache.items(HRQS))
+            self._hrqs_at = generation
+        return self._hrqs.index
 
     def _seen(self, key: quota.QuotaKey) -> Seen | None:
         """A cached quota's version and usage, parsed once per version."""
@@ -154,6 +213,23 @@ class QuotaReviews:
             version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             used = quota.usage_of([obj]).get((namespace, name)) or {}
             self._ledger.confirm((namespace, name), Seen(version, used), now)
+
+
+def _spec_of(obj: Mapping[str, Any]) -> tuple[quota.QuotaKey, Spec]:
+    """An HRQ's key, and what tells one spec of it from another: its uid and generation (the
+    API server moves ``metadata.generation`` on every spec change, and never on a status
+    write); without a generation, the spec itself."""
+    metadata = obj.get("metadata") or {}
+    key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+    generation = metadata.get("generation")
+    return key, (metadata.get("uid"), generation if generation else obj.get("spec"))
+
+
+def _parsed(obj: Mapping[str, Any]) -> quota.Hrq | None:
+    try:
+        return quota.read_hrq(obj)
+    except quota.QuotaError:
+        return None
 
 
 def _used(obj: Mapping[str, Any]) -> dict[str, Quantity]:

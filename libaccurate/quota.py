@@ -19,7 +19,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, overload
 
 from libaccurate.actions import Condition
 from libaccurate.constants import CREATED_BY_VALUE, LABEL_CREATED_BY
@@ -183,6 +183,30 @@ def by_namespace(hrqs: Iterable[Hrq]) -> dict[str, list[Hrq]]:
     return found
 
 
+class HrqIndex(Sequence[Hrq]):
+    """HRQs with their index by namespace kept beside them, so that finding the HRQs above a
+    namespace costs its depth, not the number of HRQs: the webhook reviews with one built once
+    per change of the HRQs' specs."""
+
+    def __init__(self, hrqs: Iterable[Hrq]) -> None:
+        self._all = tuple(hrqs)
+        self.namespaces: Mapping[str, Sequence[Hrq]] = by_namespace(self._all)
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    @overload
+    def __getitem__(self, index: int) -> Hrq: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Hrq]: ...
+    def __getitem__(self, index: int | slice) -> Hrq | Sequence[Hrq]:
+        return self._all[index]
+
+    def in_namespace(self, namespace: str) -> Sequence[Hrq]:
+        """The HRQs in ``namespace``, in name order."""
+        return self.namespaces.get(namespace, ())
+
+
 def covering(
     forest: Forest,
     hrqs: Iterable[Hrq],
@@ -190,10 +214,12 @@ def covering(
     index: Mapping[str, Sequence[Hrq]] | None = None,
 ) -> list[Hrq]:
     """The HRQs that limit what ``namespace`` uses: its own and those of its ancestors,
-    nearest first (``index``, from ``by_namespace(hrqs)``, saves building it again)."""
+    nearest first (``index``, from ``by_namespace(hrqs)``, saves building it again; an
+    HrqIndex carries its own)."""
     chain = (namespace, *forest.ancestors(namespace))
-    found = by_namespace(hrqs) if index is None else index
-    return [hrq for name in chain for hrq in found.get(name, ())]
+    if index is None:
+        index = hrqs.namespaces if isinstance(hrqs, HrqIndex) else by_namespace(hrqs)
+    return [hrq for name in chain for hrq in index.get(name, ())]
 
 
 class Usage(Protocol):
