@@ -82,6 +82,14 @@ class SubNamespaceApi:
         found = self._call(lambda v: self.kube.list_objects(subnamespaces.path(namespace, None, v)))
         return [subnamespaces.read(item) for item in found.get("items") or []]
 
+    def list_metadata(self, namespace: str | None) -> list[dict[str, Any]]:
+        """The metadata of the SubNamespaces ``list`` would give: what naming them needs, for
+        a fraction of the bytes (no spec, no status)."""
+        found = self._call(
+            lambda v: self.kube.list_metadata(subnamespaces.path(namespace, None, v))
+        )
+        return [item["metadata"] for item in found.get("items") or []]
+
     def create(self, obj: dict[str, Any], **query: str) -> dict[str, Any]:
         namespace = obj["metadata"]["namespace"]
         return self._call(
