@@ -77,11 +77,6 @@ class SubNamespaceApi:
             raise
         return subnamespaces.read(found)
 
-    def list(self, namespace: str | None) -> list[dict[str, Any]]:
-        """The SubNamespaces of ``namespace``, or of every namespace when it is None."""
-        found = self._call(lambda v: self.kube.list_objects(subnamespaces.path(namespace, None, v)))
-        return [subnamespaces.read(item) for item in found.get("items") or []]
-
     def list_metadata(self, namespace: str | None) -> list[dict[str, Any]]:
         """The metadata of the SubNamespaces ``list`` would give: what naming them needs, for
         a fraction of the bytes (no spec, no status)."""
@@ -89,6 +84,11 @@ class SubNamespaceApi:
             lambda v: self.kube.list_metadata(subnamespaces.path(namespace, None, v))
         )
         return [item["metadata"] for item in found.get("items") or []]
+
+    def list(self, namespace: str | None) -> list[dict[str, Any]]:
+        """The SubNamespaces of ``namespace``, or of every namespace when it is None."""
+        found = self._call(lambda v: self.kube.list_objects(subnamespaces.path(namespace, None, v)))
+        return [subnamespaces.read(item) for item in found.get("items") or []]
 
     def create(self, obj: dict[str, Any], **query: str) -> dict[str, Any]:
         namespace = obj["metadata"]["namespace"]

@@ -89,3 +89,11 @@ def test_a_form_not_served_falls_back_to_the_next_clause_or_is_refused(
     status, body = _get(api_client, listed[1], unknown)
     assert status == 406
     assert body["reason"] == "NotAcceptable"
+
+
+def test_the_adapter_lists_metadata_only(cluster: Cluster, listed: tuple[str, str]) -> None:
+    """What ``list`` reads the SubNamespaces with: their names and namespaces, no spec."""
+    found = cluster.kube().list_metadata(listed[1])
+    [item] = found["items"]
+    assert item["metadata"]["namespace"] == listed[1].split("/")[-2]
+    assert "spec" not in item
