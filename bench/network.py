@@ -11,7 +11,8 @@ The in-memory API server runs in a process of its own (``Target.apart``), as for
 clients are timed while they wait on it. ``list`` runs as the console script of a pip install
 (``bench.startup.console_script``: not the development install, whose import finder costs every
 start 30 ms), straight, as ``kubectl get`` does: kubectl's plugin dispatch costs every plugin the
-same. Runs are interleaved, medians reported.
+same; and as the release binary krew installs (``bench.startup.release_binary``), outside quick
+mode. Runs are interleaved, medians reported.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from accurate_testbed.processes import environment
 from accurate_testbed.rerouting import rerouted, server_address
 from bench import controller, population
 from bench.report import Row, median, seconds
-from bench.startup import console_script
+from bench.startup import console_script, release_binary
 from bench.target import Target
 
 if TYPE_CHECKING:  # bench.scenarios lists this scenario, so it cannot be imported at run time
@@ -43,17 +44,21 @@ BYTES_SHARE = 0.1
 KUBECTL = ("kubectl", "get", "ns", "-o", "name")
 LIST = ("list",)
 UNCOMPRESSED = ("list", "--disable-compression")
+BINARY = ("release binary", "list")
 
 
 def network(target: Target, sizes: Sizes) -> list[Row]:
     rows: list[Row] = []
-    plugin = console_script(target.scratch("console-")).commands["list"][0]
+    script = console_script(target.scratch("console-")).commands["list"][0]
+    lines = {KUBECTL: KUBECTL, LIST: (script, *LIST), UNCOMPRESSED: (script, *UNCOMPRESSED)}
+    if sizes.link_binary:
+        lines[BINARY] = release_binary(target.scratch("binary-")).commands["list"]
     with target.apart() as served:
         for size in sizes.link:
             _converged(served, size)
-            rows += _loopback(served, plugin, size, sizes.runs)
+            rows += _loopback(served, lines, size, sizes.runs)
             for megabits in LINKS:
-                rows += _through_link(served, plugin, size, megabits, sizes.runs)
+                rows += _through_link(served, lines, size, megabits, sizes.runs)
         _converged(served, sizes.link_controller)
         rows += _controller_first_pass(served, sizes.link_controller)
     return rows
@@ -69,13 +74,17 @@ def _converged(target: Target, size: int) -> None:
     running.stop()
 
 
-def _loopback(target: Target, plugin: str, size: int, runs: int) -> list[Row]:
+Lines = dict[tuple[str, ...], tuple[str, ...]]
+
+
+def _loopback(target: Target, lines: Lines, size: int, runs: int) -> list[Row]:
     env = _env(target, target.kubeconfig)
-    times = _interleaved(plugin, (KUBECTL, LIST), env, runs, None)
+    loopback = {command: line for command, line in lines.items() if command != UNCOMPRESSED}
+    times = _interleaved(loopback, env, runs, None)
     return _compared(f"12 network, {size} ns, loopback", size, times, {})
 
 
-def _through_link(target: Target, plugin: str, size: int, megabits: float, runs: int) -> list[Row]:
+def _through_link(target: Target, lines: Lines, size: int, megabits: float, runs: int) -> list[Row]:
     with Link(server_address(target.kubeconfig), Shape.of(ROUND_TRIP_MS, megabits)) as link:
         config = rerouted(
             target.kubeconfig,
@@ -83,7 +92,7 @@ def _through_link(target: Target, plugin: str, size: int, megabits: float, runs:
             f"https://127.0.0.1:{link.address[1]}",
         )
         env = _env(target, config)
-        times = _interleaved(plugin, (KUBECTL, LIST, UNCOMPRESSED), env, runs, link)
+        times = _interleaved(lines, env, runs, link)
     name = f"12 network, {size} ns, {megabits:g} Mbit/s, {ROUND_TRIP_MS:g} ms RTT"
     return _compared(name, size, times, _bytes(times))
 
@@ -99,22 +108,14 @@ def _env(target: Target, kubeconfig: Path) -> dict[str, str]:
 Samples = dict[tuple[str, ...], list[tuple[float, int]]]
 
 
-def _interleaved(
-    plugin: str,
-    commands: Sequence[tuple[str, ...]],
-    env: dict[str, str],
-    runs: int,
-    link: Link | None,
-) -> Samples:
-    """Each command (kubectl's, or the plugin's arguments) once to warm caches (kubectl's
-    discovery, the plugin's API version), then ``runs`` rounds of all of them: (seconds, bytes
-    received) per run, by command."""
-    lines = {command: command if command == KUBECTL else (plugin, *command) for command in commands}
+def _interleaved(lines: Lines, env: dict[str, str], runs: int, link: Link | None) -> Samples:
+    """Each command line once to warm caches (kubectl's discovery, the plugin's API version),
+    then ``runs`` rounds of all of them: (seconds, bytes received) per run, by command."""
     for line in lines.values():
         _run(line, env)
-    samples: Samples = {command: [] for command in commands}
+    samples: Samples = {command: [] for command in lines}
     for _ in range(runs):
-        for command in commands:
+        for command in lines:
             if link is not None:
                 link.wires.reset()
             started = time.monotonic()
@@ -141,12 +142,21 @@ def _compared(
     2,000 namespaces up, within 1.2 at 100), with the bytes each received when counted."""
     limit = SMALL_RATIO if size <= SMALL else LIST_RATIO
     took = {command: median([t for t, _ in taken]) for command, taken in samples.items()}
-    ratio = took[LIST] / took[KUBECTL]
-    rows = [
-        Row(name, "kubectl get ns -o name (median)", seconds(took[KUBECTL])),
-        Row(name, "list, console script (median)", seconds(took[LIST])),
-        Row(name, "list: ratio to kubectl", f"{ratio:.2f}", f"<= {limit:g}", ratio <= limit),
-    ]
+    rows = [Row(name, "kubectl get ns -o name (median)", seconds(took[KUBECTL]))]
+    for command, form in ((LIST, "console script"), (BINARY, "release binary")):
+        if command not in took:
+            continue
+        ratio = took[command] / took[KUBECTL]
+        rows += [
+            Row(name, f"list, {form} (median)", seconds(took[command])),
+            Row(
+                name,
+                f"list, {form}: ratio to kubectl",
+                f"{ratio:.2f}",
+                f"<= {limit:g}",
+                ratio <= limit,
+            ),
+        ]
     if received:
         share = received[LIST] / received[UNCOMPRESSED]
         rows += [

@@ -53,14 +53,15 @@ def made_by_subnamespaces(forest: Forest, subs: Iterable[tuple[str, str]]) -> fr
 def read_with_origins(
     api: SubNamespaceApi, view: Callable[[], Namespaces]
 ) -> tuple[Namespaces, Origins]:
-    """``view()`` and, sent at the same time, the cluster-wide LIST of SubNamespaces; the
-    origins come from that LIST, else (forbidden, not served) from what the view read."""
+    """``view()`` and, sent at the same time, the cluster-wide LIST of SubNamespaces (their
+    metadata only: names are all it takes); the origins come from that LIST, else
+    (forbidden, not served) from what the view read."""
     listed: list[list[dict[str, Any]]] = []
     failed: list[Exception] = []
 
     def list_all() -> None:
         try:
-            listed.append(api.list(None))
+            listed.append(api.list_metadata(None))
         except KubeError:
             return  # forbidden or not served: what the view read decides
         except Exception as error:  # raised in the caller's thread below
@@ -76,7 +77,7 @@ def read_with_origins(
         seen = namespaces.subnamespaces_read
         pairs = ((parent, child) for parent, children in seen.items() for child in children)
         return namespaces, Origins(made_by_subnamespaces(namespaces.forest, pairs), frozenset(seen))
-    pairs = ((sub["metadata"]["namespace"], sub["metadata"]["name"]) for sub in listed[0])
+    pairs = ((sub["namespace"], sub["name"]) for sub in listed[0])
     return namespaces, Origins(made_by_subnamespaces(namespaces.forest, pairs), None)
 
 

@@ -77,6 +77,14 @@ class SubNamespaceApi:
             raise
         return subnamespaces.read(found)
 
+    def list_metadata(self, namespace: str | None) -> list[dict[str, Any]]:
+        """The metadata of the SubNamespaces ``list`` would give: what naming them needs, for
+        a fraction of the bytes (no spec, no status)."""
+        found = self._call(
+            lambda v: self.kube.list_metadata(subnamespaces.path(namespace, None, v))
+        )
+        return [item["metadata"] for item in found.get("items") or []]
+
     def list(self, namespace: str | None) -> list[dict[str, Any]]:
         """The SubNamespaces of ``namespace``, or of every namespace when it is None."""
         found = self._call(lambda v: self.kube.list_objects(subnamespaces.path(namespace, None, v)))

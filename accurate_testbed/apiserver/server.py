@@ -30,6 +30,7 @@ from accurate_testbed.apiserver import (
     errors,
     openapi,
     protobuf,
+    representations,
     tables,
 )
 from accurate_testbed.apiserver.access_review import AccessReviews
@@ -476,24 +477,38 @@ class _Handler(BaseHTTPRequestHandler):
                 attributes.group, attributes.resource, attributes.name, decision.reason
             )
 
-    def _wants_table(self) -> bool:
-        accept = self.headers.get("Accept") or ""
-        return "as=Table" in accept
+    def _representation(self) -> tuple[str, str] | None:
+        """The transform the Accept header asks for (representations.negotiate)."""
+        return representations.negotiate(self.headers.get("Accept") or "")
 
     def _send_object(self, resource: Resource, obj: dict[str, Any], query: dict[str, str]) -> None:
-        if self._wants_table():
+        wanted = self._representation()
+        if wanted is None:
+            self._send_json(200, obj)
+        elif wanted[0] == representations.TABLE:
             rv = obj["metadata"].get("resourceVersion", "")
             self._send_json(200, tables.table(resource, [obj], {"resourceVersion": rv}))
+        elif wanted[0] == representations.METADATA:
+            self._send_json(200, representations.as_metadata(obj, wanted[1]))
         else:
-            self._send_json(200, obj)
+            raise representations.not_acceptable(
+                f"you requested {wanted[0]}, but the requested object is not a list"
+            )
 
     def _send_list(self, resource: Resource, listed: dict[str, Any]) -> None:
-        if self._wants_table():
+        wanted = self._representation()
+        if wanted is None:
+            if not resource.custom:
+                listed = {**listed, "items": [_typed_item(item) for item in listed["items"]]}
+            self._send_json(200, listed)
+        elif wanted[0] == representations.TABLE:
             self._send_json(200, tables.table(resource, listed["items"], listed["metadata"]))
-            return
-        if not resource.custom:
-            listed = {**listed, "items": [_typed_item(item) for item in listed["items"]]}
-        self._send_json(200, listed)
+        elif wanted[0] == representations.METADATA_LIST:
+            self._send_json(200, representations.as_metadata_list(listed, wanted[1]))
+        else:
+            raise representations.not_acceptable(
+                f"you requested {wanted[0]}, but the requested object is a list"
+            )
 
     def _watch(self, resource: Resource, namespace: str | None, query: dict[str, str]) -> None:
         predicate = selector(
@@ -519,19 +534,18 @@ class _Handler(BaseHTTPRequestHandler):
         self._stream(resource, events)
 
     def _stream(self, resource: Resource, events: Iterator[dict[str, Any]]) -> None:
+        wanted = self._representation()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
         self.wfile.flush()
-        table = self._wants_table()
         first = True
         for event in events:
             obj = event["object"]
-            if table and event["type"] in ("ADDED", "MODIFIED", "DELETED"):
-                rv = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
-                obj = tables.table(resource, [obj], rv, headers=first)
+            if wanted is not None and event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                obj = self._transformed_event_object(resource, obj, wanted, headers=first)
                 first = False
             data = json.dumps({"type": event["type"], "object": obj}).encode() + b"\n"
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
@@ -539,6 +553,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
         self.close_connection = True
+
+    @staticmethod
+    def _transformed_event_object(
+        resource: Resource, obj: dict[str, Any], wanted: tuple[str, str], headers: bool
+    ) -> dict[str, Any]:
+        """A watched object in the form asked for; the list form cannot be made of one object,
+        and kube-apiserver's watch encoder then sends the object as it is."""
+        kind, version = wanted
+        if kind == representations.TABLE:
+            rv = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+            return tables.table(resource, [obj], rv, headers=headers)
+        if kind == representations.METADATA:
+            return representations.as_metadata(obj, version)
+        return obj
 
 
 def _asks_for_gzip(headers: Any) -> bool:

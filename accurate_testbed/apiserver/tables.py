@@ -11,6 +11,7 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
+from accurate_testbed.apiserver.representations import as_metadata
 from accurate_testbed.apiserver.resources import Resource
 
 Obj = dict[str, Any]
@@ -110,14 +111,6 @@ def columns_for(resource: Resource) -> list[Column]:
     return [_NAME, *_BUILTIN_COLUMNS.get(resource.kind, []), _AGE]
 
 
-def _metadata_only(obj: Obj) -> Obj:
-    return {
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj["metadata"],
-    }
-
-
 def table(resource: Resource, items: list[Obj], metadata: Obj, headers: bool = True) -> Obj:
     """A meta.k8s.io/v1 Table of ``items``; rows carry the object's metadata as kubectl expects.
     ``metadata`` is the list's (version, and for a page ``continue`` and ``remainingItemCount``,
@@ -129,7 +122,7 @@ def table(resource: Resource, items: list[Obj], metadata: Obj, headers: bool = T
         "metadata": metadata,
         "columnDefinitions": [definition for definition, _ in columns] if headers else None,
         "rows": [
-            {"cells": [cell(item) for _, cell in columns], "object": _metadata_only(item)}
+            {"cells": [cell(item) for _, cell in columns], "object": as_metadata(item, "v1")}
             for item in items
         ],
     }
