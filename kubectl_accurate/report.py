@@ -15,11 +15,16 @@ from datetime import datetime, timezone
 
 import click
 
-from kubectl_accurate.flags import cache_dir, connect
-from kubectl_accurate.main import accurate_namespace_option, command, namespace_argument, root
+from kubectl_accurate.main import (
+    _api,
+    _view,
+    accurate_namespace_option,
+    command,
+    namespace_argument,
+    root,
+)
 from kubectl_accurate.output import CliError, Printer
-from kubectl_accurate.reads import read_namespaces
-from kubectl_accurate.subnamespace_api import SubNamespaceApi
+from kubectl_accurate.reads import TREE_NOTE
 from libaccurate.network.kube import Kube
 from libaccurate.report import billing_keys, flat_header, rows
 
@@ -66,12 +71,16 @@ def report(
     creation time, and each billing label's value with the namespace it came from.
 
     With --to and --table, the rows replace those of the same trees in that table, in one
-    transaction, with a run id and the time of the run.
+    transaction, with a run id and the time of the run. Without the right to list namespaces:
+    the rows of ROOT's tree, else of the tree the current namespace is in, as far as you may
+    read it (the namespaces list shows).
     """
     if bool(database) != bool(table):
         raise click.UsageError("--to and --table go together")
-    kube = connect(ctx)
-    namespaces = read_namespaces(kube, SubNamespaceApi(kube, cache_dir(ctx)), [top], below="named")
+    api = _api(ctx)
+    kube = api.kube
+    # The same view as ``list``'s, and the same note on stderr when it is partial.
+    namespaces = _view(api, [top], "named" if top else "chain", TREE_NOTE)
     if top is not None and namespaces.forest.root_of(top) != top:
         known = top in namespaces.forest
         raise CliError(f"{top} is not a root namespace" if known else f"namespace {top} not found")

@@ -251,6 +251,11 @@ def test_a_grafted_child_shows_from_itself_and_the_notes_say_what_is_left_out(
     assert limited(tenant.run("list", root)) == f"{root} [r]\n└── {child} [s]\n\n{LEGEND}\n"
     assert "grafted by its parent label alone" in TREES and "-n NS" in TREES
     assert limited(tenant.run("list", "-n", grafted)) == whole + legend
+    # report reads the same view as list and says the same of it.
+    reported = limited(tenant.run("report", root, "--key", "billing.example.com/*", "-o", "csv"))
+    assert [line.split(",")[0] for line in reported.splitlines()] == ["namespace", root, child]
+    from_grafted = limited(tenant.run("report", "-n", grafted, "--key", "none/*", "-o", "csv"))
+    assert [line.split(",")[0] for line in from_grafted.splitlines()[1:]] == [root, first, second]
     described = limited(tenant.run("ns", "describe", root), CHILDREN)
     assert field(described, "Children") == f"1 ({child})"
     assert "a child grafted by its parent label alone is not counted" in CHILDREN
