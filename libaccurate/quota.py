@@ -151,8 +151,7 @@ def desired_quota(hrq: Hrq, namespace: str) -> dict[str, Any]:
     every refusal for going over comes from the webhook, with the numbers of the whole tree
     (a namespace-local ``exceeded quota`` would show what one namespace uses, not the tree).
     """
-    hard = {r: str(max(q, COUNTING_ONLY, key=lambda x: x.value)) for r, q in hrq.hard.items()}
-    spec: dict[str, Any] = {"hard": dict(sorted(hard.items()))}
+    spec: dict[str, Any] = {"hard": dict(sorted(_counting_hard(hrq).items()))}
     if hrq.scope_selector:
         spec["scopeSelector"] = hrq.scope_selector
     return {
@@ -543,18 +542,20 @@ def awaiting(
 
     Until it counts, a write there would not be charged to the HRQ, so nothing may give anyone
     rights there: the planner holds back copies into these namespaces. An HRQ whose spec
-    cannot be used holds nothing (it is not enforced at all, and its status says so).
+    cannot be used holds nothing (it is not enforced at all, and its status says so). Only the
+    HRQs on the chains of ``namespaces`` are parsed, and only their ResourceQuotas looked at:
+    a pass of a few namespaces pays for those, not for every HRQ of the cluster.
     """
-    hrqs, _ = read_hrqs(hrq_objects)
+    # Nothing can be created in a terminating namespace, and it gets no ResourceQuota.
+    targets = {n for n in namespaces if n in forest and not forest.nodes[n].terminating}
+    chains = {name for n in targets for name in (n, *forest.ancestors(n))}
+    hrqs, _ = read_hrqs(o for o in hrq_objects if _key(o)[0] in chains)
     if not hrqs:
         return {}
-    held = held_quotas(quotas)
+    held = held_quotas(q for q in quotas if _key(q)[0] in targets)
     index = by_namespace(hrqs)
     found = {}
-    for namespace in namespaces:
-        # Nothing can be created in a terminating namespace, and it gets no ResourceQuota.
-        if namespace not in forest or forest.nodes[namespace].terminating:
-            continue
+    for namespace in sorted(targets):
         missing = []
         for hrq in covering(forest, hrqs, namespace, index):
             if not counting(held.get((namespace, quota_name(hrq.key))) or {}, hrq):
@@ -691,15 +692,15 @@ def _key(obj: Object) -> QuotaKey:
     return (metadata.get("namespace", ""), metadata.get("name", ""))
 
 
-def _counting_hard(hrq: Hrq) -> dict[str, Fraction]:
-    """The values of the ``hard`` of the ResourceQuotas kept for ``hrq`` (``desired_quota``)."""
-    return {r: max(q.value, COUNTING_ONLY.value) for r, q in hrq.hard.items()}
+def _counting_hard(hrq: Hrq) -> dict[str, str]:
+    """The ``hard`` of the ResourceQuotas kept for ``hrq``, as ``desired_quota`` writes it."""
+    return {r: str(max(q, COUNTING_ONLY, key=lambda x: x.value)) for r, q in hrq.hard.items()}
 
 
-def _differs(current: Object, hrq: Hrq, hard: Mapping[str, Fraction]) -> bool:
+def _differs(current: Object, hrq: Hrq, hard: Mapping[str, str]) -> bool:
     """Whether a kept ResourceQuota's spec or identifying metadata is not what ``hrq`` needs
-    (``hard`` from ``_counting_hard``; quantities compared by value: the API server may print
-    them differently)."""
+    (``hard`` from ``_counting_hard``; quantities compared by value when not as written: the
+    API server may print them differently)."""
     metadata = current.get("metadata") or {}
     if hrq_of_quota(current) != hrq.key:
         return True
@@ -708,11 +709,14 @@ def _differs(current: Object, hrq: Hrq, hard: Mapping[str, Fraction]) -> bool:
     spec = current.get("spec") or {}
     if (spec.get("scopeSelector") or None) != (hrq.scope_selector or None):
         return True
+    if spec.get("hard") == hard:
+        return False
     try:
         found = read_resource_list(spec.get("hard"), "spec.hard")
     except QuotaError:
         return True
-    return {r: q.value for r, q in found.items()} != hard
+    want = read_resource_list(hard, "spec.hard")
+    return {r: q.value for r, q in found.items()} != {r: q.value for r, q in want.items()}
 
 
 def applying(

@@ -4,27 +4,27 @@ A pass prompted by changes makes the keeper plan only the HRQs whose subtree mee
 namespaces those changes affect (libaccurate.quotascope). For random forests, HRQs, usage and
 changes (moves, deleted, terminating and new namespaces, HRQs made, changed and deleted,
 ResourceQuotas counted, edited and deleted), the keeper (controller.quotas, the real code, over
-a stand-in for the cache and the API) runs one pass scoped as the controller scopes it; then
-a plan of everything (``quota.plan_quotas``) must find nothing left to write. Several rounds
-follow one another, so what the keeper remembers of earlier passes is tested too.
+bench.keeper's in-memory stand-in for the cache and the API) runs one pass scoped as the
+controller scopes it; then a plan of everything (``quota.plan_quotas``) must find nothing left
+to write. Several rounds follow one another, so what the keeper remembers of earlier passes is
+tested too.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.keeper import QuotaWorld, key_of, node
+from bench.keeper import hrq_object as bench_hrq
 from controller.cache import HRQ_QUOTAS, HRQS, NAMESPACES
 from controller.passes import namespaces_of
 from controller.quotas import Quotas
 from libaccurate import quota
-from libaccurate.constants import LABEL_PARENT, LABEL_TYPE
-from libaccurate.forest import Forest, Node
 from libaccurate.planner import affected
 
 Key = tuple[str, str]
@@ -44,120 +44,16 @@ KINDS = (
 )
 
 
-def merge(target: Any, patch: Any) -> Any:
-    """A JSON merge patch (RFC 7386), as the API server applies the keeper's status patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    merged = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = merge(merged.get(key), value)
-    return merged
-
-
-class Cluster:
-    """The namespaces, HRQs and kept ResourceQuotas: the keeper's cache and API at once.
-
-    Every write replaces the object (as a watch event does in the cache) and is recorded as a
-    change, by kind and key, as the cache's feed records it."""
-
-    def __init__(self, parents: dict[str, str | None], hrqs: Iterable[Obj]) -> None:
-        self.nodes = {name: node(name, parent) for name, parent in parents.items()}
-        self.objects: dict[str, dict[Key, Obj]] = {HRQS: {}, HRQ_QUOTAS: {}}
-        self.generations = {HRQS: 0, HRQ_QUOTAS: 0}
-        self.changes: dict[str, set[Key]] = {}
-        self.serial = itertools.count(1)
-        for obj in hrqs:
-            self.put(HRQS, obj)
-
-    def forest(self) -> Forest:
-        return Forest.build(self.nodes.values())
-
-    def changed(self, resource: str, key: Key) -> None:
-        self.changes.setdefault(resource, set()).add(key)
-
-    def put(self, resource: str, obj: Obj) -> None:
-        metadata = obj["metadata"]
-        metadata["resourceVersion"] = str(next(self.serial))
-        metadata.setdefault("uid", f"uid-{next(self.serial)}")
-        key = (metadata["namespace"], metadata["name"])
-        self.objects[resource][key] = obj
-        self.generations[resource] += 1
-        self.changed(resource, key)
-
-    def drop(self, resource: str, key: Key) -> None:
-        if self.objects[resource].pop(key, None) is not None:
-            self.generations[resource] += 1
-            self.changed(resource, key)
-
-    # What the keeper reads from its cache.
-    def items(self, resource: str) -> list[Obj]:
-        return list(self.objects[resource].values())
-
-    def get(self, resource: str, namespace: str, name: str) -> Obj | None:
-        return self.objects[resource].get((namespace, name))
-
-    def generation(self, resource: str) -> int:
-        return self.generations[resource]
-
-    # What the keeper writes through the API.
-    def create(self, path: str, body: Obj) -> Obj:
-        self.put(HRQ_QUOTAS, copy.deepcopy(body))
-        return body
-
-    def replace(self, path: str, body: Obj) -> Obj:
-        current = self.objects[HRQ_QUOTAS][key_of(body)]
-        self.put(HRQ_QUOTAS, {**copy.deepcopy(body), "status": current.get("status")})
-        return body
-
-    def delete(self, path: str, body: Obj) -> None:
-        parts = path.split("/")
-        self.drop(HRQ_QUOTAS, (parts[parts.index("namespaces") + 1], parts[-1]))
-
-    def patch(self, path: str, body: Obj) -> Obj:
-        parts = path.split("/")
-        key = (parts[parts.index("namespaces") + 1], parts[-2])
-        self.put(HRQS, merge(self.objects[HRQS][key], body))
-        return body
-
-    def count(self, used: dict[str, int]) -> None:
-        """kube-controller-manager counts every kept ResourceQuota not counted yet."""
-        for key, obj in list(self.objects[HRQ_QUOTAS].items()):
-            hard = obj["spec"]["hard"]
-            if (obj.get("status") or {}).get("hard") != hard:
-                pods = str(used.get(key[0], 0))
-                status = {"hard": hard, "used": {r: pods if r == "pods" else "0" for r in hard}}
-                self.put(HRQ_QUOTAS, {**copy.deepcopy(obj), "status": status})
-
-    def full_plan(self) -> quota.QuotaPlan:
-        return quota.plan_quotas(self.forest(), self.items(HRQS), self.items(HRQ_QUOTAS))
-
-
-def node(name: str, parent: str | None, terminating: bool = False) -> Node:
-    labels = {LABEL_PARENT: parent} if parent else {LABEL_TYPE: "root"}
-    return Node(name, labels, terminating)
-
-
-def key_of(obj: Mapping[str, Any]) -> Key:
-    return (obj["metadata"]["namespace"], obj["metadata"]["name"])
-
-
 def hrq_object(namespace: str, name: str, pods: int, valid: bool = True) -> Obj:
-    return {
-        "apiVersion": quota.API_VERSION,
-        "kind": quota.KIND,
-        "metadata": {"namespace": namespace, "name": name, "generation": 1},
-        "spec": {"hard": {"pods": str(pods) if valid else "-1", "requests.cpu": "2"}},
-    }
+    hard = {"pods": str(pods) if valid else "-1", "requests.cpu": "2"}
+    return bench_hrq(namespace, name, hard)
 
 
 def writes(plan: quota.QuotaPlan) -> list[Any]:
     return [*plan.create, *plan.replace, *plan.delete, *(key_of(o) for o, _ in plan.statuses)]
 
 
-def change(cluster: Cluster, kind: str, a: int, b: int, serial: int) -> set[str]:
+def change(cluster: QuotaWorld, kind: str, a: int, b: int, serial: int) -> set[str]:
     """Make one change; the namespaces created by it (the keeper makes their quotas at once)."""
     name, other = NAMES[a], NAMES[b]
     if kind == "move" and name in cluster.nodes:
@@ -240,19 +136,19 @@ def test_a_scoped_pass_leaves_nothing_for_a_whole_one(
     rounds: list[tuple[list[tuple[str, int, int]], bool]],
 ) -> None:
     hrqs = {(home, name): hrq_object(home, name, pods, pods != 9) for home, name, pods in homes}
-    cluster = Cluster(links, hrqs.values())
+    cluster = QuotaWorld(links, hrqs.values())
     keeper = Quotas(cluster, cluster)  # type: ignore[arg-type]
     # Settled: every quota made and counted, every status written.
     for _ in range(3):
         keeper.keep(cluster.forest())
-        cluster.count(used)
+        cluster.count(lambda namespace: used.get(namespace, 0))
     keeper.keep(cluster.forest())
     assert writes(cluster.full_plan()) == []
     serial = itertools.count()
     for changes, counted in rounds:
         cluster.changes = {}
         if counted:
-            cluster.count(used)
+            cluster.count(lambda namespace: used.get(namespace, 0))
         made: set[str] = set()
         for kind, a, b in changes:
             made |= change(cluster, kind, a, b, next(serial))
