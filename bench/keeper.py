@@ -213,7 +213,14 @@ def keeper_passes(target: Target, size: int, hrqs: int, passes: int) -> list[Row
         *_spread(name, f"keeper, scoped pass (a pod counted), {passes} passes", scoped),
         *_spread(name, "keeper, whole pass", whole),
         *_spread(name, "planner's hold check (quota.awaiting), scoped pass", held),
-        Row(name, "nothing left for a whole plan after the passes", str(settled), "True", settled),
+        Row(
+            name,
+            "nothing left for a whole plan after the passes",
+            str(settled),
+            "True",
+            settled,
+            checked=True,
+        ),
     ]
 
 
