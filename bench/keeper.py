@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from accurate_testbed.apiserver.patching import json_merge_patch
 from bench.report import Row, percentile, timed
 from bench.target import Target
 from controller.cache import HRQ_QUOTAS, HRQS
@@ -42,19 +43,6 @@ FREE_TREES = 4
 HARD = {"pods": "1000000", "requests.cpu": "100k"}
 # The keeper's own CPU time: on a shared machine, wall time mostly measures the neighbours.
 CPU = time.thread_time
-
-
-def merge(target: Any, patch: Any) -> Any:
-    """A JSON merge patch (RFC 7386), as the API server applies the keeper's status patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    merged = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = merge(merged.get(key), value)
-    return merged
 
 
 def node(name: str, parent: str | None, terminating: bool = False) -> Node:
@@ -81,7 +69,8 @@ class QuotaWorld:
 
     Every write replaces the object (as a watch event does in the cache, so that the keeper's
     parse-once-per-spec sees what a cache shows) and is recorded in ``changes``, by kind and
-    key, as the cache's feed records it; the status patch is applied as a merge patch."""
+    key, as the cache's feed records it; the status patch is applied as the in-memory API server
+    applies a merge patch."""
 
     def __init__(self, parents: Mapping[str, str | None], hrqs: Iterable[Obj]) -> None:
         self.nodes = {name: node(name, parent) for name, parent in parents.items()}
@@ -138,7 +127,7 @@ class QuotaWorld:
     def patch(self, path: str, body: Obj) -> Obj:
         parts = path.split("/")
         key = (parts[parts.index("namespaces") + 1], parts[-2])
-        self.put(HRQS, merge(self.objects[HRQS][key], body))
+        self.put(HRQS, json_merge_patch(self.objects[HRQS][key], body))
         return body
 
     def count(self, used: Callable[[str], int]) -> None:
