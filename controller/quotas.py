@@ -16,6 +16,7 @@ conflict means the picture is stale, and the next pass has a fresher one.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -60,6 +61,9 @@ class Quotas:
         # The HRQs parsed once per spec, as the webhook keeps them (controller.quota_admission).
         self._hrqs = ParsedHrqs()
         self._coverage = Coverage()
+        # Both lanes make the quotas of new namespaces (keep_new) while the bulk lane keeps
+        # them all: the parsed HRQs and the coverage are read and changed under this lock.
+        self._lock = threading.Lock()
         # Whether the next pass must plan every HRQ: nothing planned yet, or a write failed
         # (a scoped pass might not plan its HRQ again, and a failed write is tried again).
         self._whole = True
@@ -78,7 +82,8 @@ class Quotas:
         their subtrees (libaccurate.quotascope)."""
         whole, self._whole, self._failed = self._whole or scope is None, True, False
         try:
-            planned = self._plan(forest, None if whole else scope)
+            with self._lock:
+                planned = self._plan(forest, None if whole else scope)
             self._create(planned.create)
             for obj in planned.replace:
                 self._write("update", obj, lambda o: self.kube.replace(_path_of(o), o))
@@ -116,8 +121,10 @@ class Quotas:
         if not namespaces:
             return
         try:
-            index = self._hrqs.current(self.cache)
-            self._create(quota.missing_quotas(forest, index, _Held(self.cache), namespaces))
+            with self._lock:
+                index = self._hrqs.current(self.cache)
+                missing = quota.missing_quotas(forest, index, _Held(self.cache), namespaces)
+            self._create(missing)
         except Exception:
             log.exception("hierarchical quotas of new namespaces not made")
 
