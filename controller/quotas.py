@@ -6,11 +6,14 @@ the keeper creates the missing ones, rewrites those whose spec drifted, deletes 
 namespace that left the subtree or of an HRQ that is gone, and writes each HRQ's status (the
 sums over its subtree, and conditions), with a Warning Event when an HRQ goes over its limit.
 
-It runs in the reconcile loop's passes, like the sudoer keeper, from the cache's picture:
-every pass computes everything afresh from the forest and the ResourceQuotas' statuses, so a
-restart, a relist or a pass cut short leaves nothing to drift, and a pass where the picture
-matches sends nothing. A write that fails is logged and tried again in the next pass; a
-conflict means the picture is stale, and the next pass has a fresher one.
+It runs in the reconcile loop's passes, like the sudoer keeper, from the cache's picture. A
+whole pass plans every HRQ afresh from the forest and the ResourceQuotas' statuses, so a
+restart, a relist or a pass cut short leaves nothing to drift; a pass scoped to what changed
+plans only the HRQs the change concerns (libaccurate.quotascope), from HRQs parsed once per
+spec, so that its cost follows their subtrees rather than the cluster. A pass where the
+picture matches sends nothing. A write that fails is logged, and the next pass plans every HRQ
+again; a conflict means the picture is stale, and the change that made it so starts a pass
+over the namespaces it touched.
 """
 
 from __future__ import annotations
