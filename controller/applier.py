@@ -22,7 +22,7 @@ from controller.writes import Aborted, Known, Replan, Writer
 from libaccurate.actions import Action
 from libaccurate.closing import close
 from libaccurate.network.kube import KubeError
-from libaccurate.planner import Plan, Result, Snapshot, Step
+from libaccurate.planner import Plan, Result, Step
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +73,10 @@ class Applier:
         """Wait for the writes in flight, then let the workers go."""
         self.pool.shutdown(wait=True)
 
-    def apply(
-        self, plan: Plan, snapshot: Snapshot, deferred: frozenset[int] = frozenset()
-    ) -> Report:
-        """Carry out ``plan``, made from ``snapshot``, but for the steps ``deferred`` (by
-        index); returns what became of every step."""
-        state = _Pass(plan, Known(snapshot.namespaces, snapshot.subnamespaces))
+    def apply(self, plan: Plan, deferred: frozenset[int] = frozenset()) -> Report:
+        """Carry out ``plan`` but for the steps ``deferred`` (by index); returns what became
+        of every step."""
+        state = _Pass(plan, Known(plan.namespaces, plan.subnamespaces))
         for index in deferred:
             state.outcomes[index] = self.DEFERRED
         for stage in plan.stages():

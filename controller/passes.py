@@ -109,7 +109,7 @@ class Passes:
                 return Outcome(planned, None)
             on_plan(planned)
             held = hold(planned)
-            report = applier.apply(planned, snapshot, held)
+            report = applier.apply(planned, held)
             if self.quotas is not None and planned.forest is not None:
                 # Namespaces created in this pass get their ResourceQuotas in it, not the next.
                 new = {name for name in planned.waiting if name not in (snapshot.forest or ())}
@@ -137,7 +137,7 @@ class Passes:
 
     def snapshot(self, changes: Changes | None = None) -> Snapshot:
         """The cache's picture as the planner takes it: all of it, or what ``changes`` affect."""
-        namespaces, forest = self.cache.namespaces()
+        namespaces, forest, index = self.cache.namespaces()
         objects = {
             w.gvk: self.cache.items(resource_name(w.gvk.group, w.plural)) for w in self.watched
         }
@@ -152,6 +152,7 @@ class Passes:
             owners=owners,
             propagate_generated=self.owners is not None,
             forest=forest,
+            index=index,
             scope=None if changes is None else affected(forest, namespaces_of(changes)),
             hrqs=self.quotas.hrqs() if self.quotas is not None else (),
             hrq_quotas=self.quotas.kept() if self.quotas is not None else (),
