@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from controller.applier import Applier, Report
 from controller.cache import NAMESPACES, SUBNAMESPACES, Cache, resource_name
-from controller.metrics import Metrics
+from controller.metrics import LANES, Metrics
 from controller.owners import Owners
 from controller.quotas import Quotas
 from controller.sudoers import Sudoers
@@ -26,9 +26,8 @@ from libaccurate.config import Config, WatchedResource
 from libaccurate.forest import Problem
 from libaccurate.planner import Plan, Result, Snapshot, about, affected, plan
 
-# The lanes' names in logs: the bulk of the work, and the SubNamespace lifecycle.
-BULK = "bulk"
-SUBNAMESPACE_LANE = "subnamespaces"
+# The lanes' names in logs and metrics: the bulk of the work, and the SubNamespace lifecycle.
+BULK, SUBNAMESPACE_LANE = LANES
 Scope = frozenset[str] | None
 Changes = Mapping[str, Iterable[tuple[str, str]]]
 T = TypeVar("T")
@@ -119,7 +118,7 @@ class Passes:
             log.exception("reconcile pass failed", extra={"lane": lane})
             return Outcome(None, None)
         finally:
-            self.metrics.observe_pass(time.monotonic() - started)
+            self.metrics.observe_pass(lane, time.monotonic() - started)
         log.info(
             "reconcile pass done",
             extra={

@@ -370,22 +370,25 @@ def _namespace_writes(
 def _stage(action: Action) -> int:
     """The phase an action belongs to; phases run in this order.
 
-    Namespaces exist before anything goes into them; Roles are written before the
-    RoleBindings that reference them (the API checks a binding against its role); copies are
-    deleted only after all creations, so that a name moving between namespaces never leaves a
-    gap; a namespace is deleted before its SubNamespace lets go; statuses and events come
-    last, when it is known what failed.
+    A deleted SubNamespace is let go first (its namespace deleted, then its finalizer
+    removed), before the rest of the work the change brings: a script that deletes or moves
+    one (``sub move``) checks at once that it is gone, while the copies into the moved
+    namespace may take long. Namespaces exist before anything goes into them; Roles are
+    written before the RoleBindings that reference them (the API checks a binding against its
+    role); copies are deleted only after all creations, so that a name moving between
+    namespaces never leaves a gap; statuses and events come last, when it is known what
+    failed.
     """
-    if isinstance(action, (AddFinalizer, CreateNamespace, ApplyNamespaceMetadata, AnnotateObject)):
+    if isinstance(action, DeleteNamespace):
         return 0
+    if isinstance(action, RemoveFinalizer):
+        return 1
+    if isinstance(action, (AddFinalizer, CreateNamespace, ApplyNamespaceMetadata, AnnotateObject)):
+        return 2
     if isinstance(action, (CreateObject, ReplaceObject)):
         ref = action.ref
-        return 2 if ref.kind == "RoleBinding" and ref.api_version.startswith(RBAC_GROUP) else 1
+        return 4 if ref.kind == "RoleBinding" and ref.api_version.startswith(RBAC_GROUP) else 3
     if isinstance(action, DeleteObject):
-        return 3
-    if isinstance(action, DeleteNamespace):
-        return 4
-    if isinstance(action, RemoveFinalizer):
         return 5
     return FINAL_STAGE
 

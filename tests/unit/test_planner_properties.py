@@ -394,7 +394,7 @@ def test_an_index_kept_one_event_at_a_time_plans_as_the_lists_do(world, data):
             assert _seen(plan(indexed)) == _seen(plan(listed))
 
 
-def _disturb(world: World, data: st.DataObject) -> None:
+def _disturb(world: World, data: Any) -> None:
     """A user's change: a copy deleted, a source edited, a label set by hand, a SubNamespace
     deleted or made."""
     copies = [key for key, obj in world.objects.items() if copied_from(obj) is not None]
