@@ -77,10 +77,11 @@ class Snapshot:
     ``propagate_generated`` is on.
 
     ``forest`` is the forest of ``namespaces`` and ``index`` the index of the lists when the
-    caller keeps them current (they are built otherwise; the plan never changes them): with an
-    index, the planner reads it rather than the lists. ``scope`` asks for the part of the plan about
-    these namespaces only (see ``affected``), at a cost that follows their number rather than
-    the cluster's: a controller that knows what changed since its last pass plans just that.
+    caller keeps them current (they are built otherwise; the plan never changes them): with
+    an index, the planner reads it rather than the lists. ``scope`` asks for the part of the
+    plan about these namespaces only (see ``affected``), at a cost that follows their number
+    rather than the cluster's: a controller that knows what changed since its last pass plans
+    just that.
 
     ``hrqs`` are the HierarchicalResourceQuotas and ``hrq_quotas`` the ResourceQuotas kept for
     them (full, with status): a namespace below an HRQ gets no copy until its ResourceQuota
