@@ -22,7 +22,7 @@ from controller.writes import Aborted, Known, Replan, Writer
 from libaccurate.actions import Action
 from libaccurate.closing import close
 from libaccurate.network.kube import KubeError
-from libaccurate.planner import Plan, Result, Snapshot, Step
+from libaccurate.planner import Plan, Result, Step
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +73,10 @@ class Applier:
         """Wait for the writes in flight, then let the workers go."""
         self.pool.shutdown(wait=True)
 
-    def apply(
-        self, plan: Plan, snapshot: Snapshot, deferred: frozenset[int] = frozenset()
-    ) -> Report:
-        """Carry out ``plan``, made from ``snapshot``, but for the steps ``deferred`` (by
-        index); returns what became of every step."""
-        state = _Pass(plan, Known(snapshot.namespaces, snapshot.subnamespaces))
+    def apply(self, plan: Plan, deferred: frozenset[int] = frozenset()) -> Report:
+        """Carry out ``plan`` but for the steps ``deferred`` (by index); returns what became
+        of every step."""
+        state = _Pass(plan, Known(plan.namespaces, plan.subnamespaces))
         for index in deferred:
             state.outcomes[index] = self.DEFERRED
         for stage in plan.stages():
@@ -94,15 +92,27 @@ class Applier:
         return Report(dict(state.outcomes))
 
     def _run(self, state: _Pass, work: list[tuple[Action, Step | None]]) -> None:
-        """Send ``work`` concurrently; an action that carries out a step records its outcome."""
-        futures: list[tuple[Action, Step | None, Future[Outcome]]] = []
+        """Send ``work`` concurrently; an action that carries out a step records its outcome.
+
+        A single write is sent from the calling thread: a pass for one SubNamespace is a few
+        stages of one write each, and handing each to a worker and back costs two thread
+        switches, which on a loaded machine is most of the wait.
+        """
+        ready: list[tuple[Action, Step | None]] = []
         for action, step in work:
             blocked = self._blocked(state, step)
             if blocked is not None:
                 self._record(state, action, step, blocked)
             else:
-                job = partial(self._attempt, state, action)
-                futures.append((action, step, self.pool.submit(job)))
+                ready.append((action, step))
+        if len(ready) == 1:
+            action, step = ready[0]
+            self._record(state, action, step, self._attempt(state, action))
+            return
+        futures: list[tuple[Action, Step | None, Future[Outcome]]] = [
+            (action, step, self.pool.submit(partial(self._attempt, state, action)))
+            for action, step in ready
+        ]
         for action, step, future in futures:
             self._record(state, action, step, future.result())
 
