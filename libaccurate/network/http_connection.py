@@ -96,7 +96,7 @@ class Connection:
         self._keep = False
         self._response: Response | None = None
         self._opening: threading.Thread | None = None
-        self._failed: OSError | None = None
+        self._failed: Exception | None = None
 
     @property
     def reusable(self) -> bool:
@@ -159,7 +159,7 @@ class Connection:
     def _open_or_keep_error(self, timeout: float | None) -> None:
         try:
             self._open(timeout)
-        except OSError as error:
+        except Exception as error:  # raised by the request that takes the connection
             self._failed = error
 
     def _opened(self) -> None:
