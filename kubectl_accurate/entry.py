@@ -24,8 +24,9 @@ While the command runs, the collector's first pass waits for a million new objec
 700 (libaccurate.network.collector, which the controller uses over its caches too). A command
 reads the API's answers, trees of dicts and lists without a cycle among them, and the passes that
 700 triggers walk those trees again and again as they grow: decoding the namespaces and
-SubNamespaces of 10,000 namespaces and building their forest took 544 ms with the default and 219 ms with this threshold, about as with no collector at all
-(222 ms; issue 29, bench/RESULTS.md). A command that truly runs long still collects.
+SubNamespaces of 10,000 namespaces and building their forest took 544 ms with the default and
+219 ms with this threshold, about as with no collector at all (222 ms; issue 29,
+bench/RESULTS.md). A command that truly runs long still collects.
 
 Before click loads, ``list`` starts connecting (``kubectl_accurate.preconnect``): the handshakes'
 round trips pass while the command tree loads.
