@@ -47,7 +47,8 @@ class ParsedHrqs:
     the object written, and a status write does not move ``metadata.generation``: so an update
     costs a look at which cached objects are new (by identity), and a parse only of those whose
     uid or generation changed; the index is built again only when an HRQ's spec did, or an
-    HRQ came or went.
+    HRQ came or went. A caller that knows which HRQs were written asks ``holds`` of those
+    first and skips the update when each is held with its spec already.
     """
 
     def __init__(self) -> None:
