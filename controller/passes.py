@@ -102,7 +102,7 @@ class Passes:
             if self.sudoers is not None and lane == BULK:
                 self.sudoers.keep(snapshot)
             if self.quotas is not None and lane == BULK and snapshot.forest is not None:
-                self.quotas.keep(snapshot.forest)
+                self.quotas.keep(snapshot.forest, snapshot.scope)
             planned = plan(snapshot)
             self._report_problems(planned)
             if not planned.steps:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from controller.cache import HRQ_QUOTAS, HRQS, NAMESPACES, Cache
@@ -47,14 +48,26 @@ class ParsedHrqs:
     the object written, and a status write does not move ``metadata.generation``: so an update
     costs a look at which cached objects are new (by identity), and a parse only of those whose
     uid or generation changed; the index is built again only when an HRQ's spec did, or an
-    HRQ came or went. A caller that knows which HRQs were written asks ``holds`` of those
-    first and skips the update when each is held with its spec already.
+    HRQ came or went. ``parsed`` is every cached HRQ as last looked at, by namespace and name
+    (read only; the quota keeper plans from it). A caller that knows which HRQs were written
+    asks ``holds`` of those first and skips the look when each is held with its spec already.
     """
 
     def __init__(self) -> None:
         self.index = quota.HrqIndex(())
         self._by_id: dict[int, Parsed] = {}
         self._by_key: dict[quota.QuotaKey, Parsed] = {}
+        self.parsed: Mapping[quota.QuotaKey, Parsed] = MappingProxyType(self._by_key)
+        # The cache generation of the HRQs last looked at.
+        self._at = -1
+
+    def current(self, cache: Cache) -> quota.HrqIndex:
+        """The HRQs ``cache`` holds, looked at again only when one of them changed."""
+        generation = cache.generation(HRQS)
+        if self._at != generation:
+            self.update(cache.items(HRQS))
+            self._at = generation
+        return self.index
 
     def update(self, objects: Sequence[Mapping[str, Any]]) -> None:
         known = self._by_id
@@ -189,8 +202,9 @@ class QuotaReviews:
     def _move_denial(self, name: str, parent: str | None, forest: Forest) -> str | None:
         """Why namespace ``name`` may not move under ``parent`` (``forest`` as it is, without
         the move), or None."""
-        self._hrqs.update(self._cache.items(HRQS))
-        return quota.review_move(forest, self._hrqs.index, self._ledger, name, parent)
+        return quota.review_move(
+            forest, self._hrqs.current(self._cache), self._ledger, name, parent
+        )
 
     def _catch_up(self, forest: Forest) -> quota.HrqIndex:
         """Take in what the cache saw change since the last decision, ``forest`` being the
@@ -199,7 +213,7 @@ class QuotaReviews:
         changes = self._changes.take()
         hrqs = [self._cache.get(HRQS, *key) for key in changes.get(HRQS, ())]
         if not self._hrqs_read or not all(o is not None and self._hrqs.holds(o) for o in hrqs):
-            self._hrqs.update(self._cache.items(HRQS))
+            self._hrqs.current(self._cache)
             self._hrqs_read = True
         self._sums.catch_up(forest, self._hrqs.index, changes, self._seen)
         return self._hrqs.index

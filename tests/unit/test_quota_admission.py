@@ -29,16 +29,22 @@ class Cached:
         )
         self.objects: dict[str, dict[Key, dict[str, Any]]] = {HRQS: {}, HRQ_QUOTAS: {}}
         self.touched: dict[str, set[Key]] = {}
+        self.changes = 0
 
     def put(self, resource: str, obj: dict[str, Any]) -> None:
         metadata = obj["metadata"]
         key = (metadata["namespace"], metadata["name"])
         self.objects[resource][key] = obj
+        self.changes += 1
         self.touched.setdefault(resource, set()).add(key)
 
     def drop(self, resource: str, key: Key) -> None:
         del self.objects[resource][key]
+        self.changes += 1
         self.touched.setdefault(resource, set()).add(key)
+
+    def generation(self, resource: str) -> int:
+        return self.changes
 
     def follow(self, kinds: list[str]) -> Cached:
         """The cache's changes as a Feed hands them over (only one follower here)."""
