@@ -67,7 +67,22 @@ def cpu_seconds(running: Process) -> float:
 
 
 def peak_rss_mib(running: Process) -> float:
-    for line in Path(f"/proc/{running.process.pid}/status").read_text().splitlines():
+    return _peak_rss_mib(running.process.pid)
+
+
+def webhook_peak_rss_mib(running: Process) -> float:
+    """The peak RSS of the controller's webhook process (controller.webhook_process), the child
+    started by multiprocessing's ``spawn``."""
+    pid = running.process.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    for child in children:
+        if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+            return _peak_rss_mib(int(child))
+    raise RuntimeError("the controller has no webhook process")
+
+
+def _peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError("no VmHWM in /proc status")

@@ -101,6 +101,7 @@ def _at_size(target: Target, size: int, hrqs: int, writes: int) -> list[Row]:
     reviews = _quota_reviews(running) - reviews_before
     answered, fast = (review_times(running, QUOTA_REVIEW_PATH)[i] - timed_before[i] for i in (0, 1))
     rss = controller.peak_rss_mib(running)
+    webhook_rss = controller.webhook_peak_rss_mib(running)
     running.stop()
     name = f"12 quota, {size} ns, {len(holders)} HRQs"
     return [
@@ -108,6 +109,7 @@ def _at_size(target: Target, size: int, hrqs: int, writes: int) -> list[Row]:
         Row(name, "ResourceQuotas kept for HRQs", str(kept)),
         Row(name, "time until every HRQ was counted", f"{counted_in:.1f} s"),
         Row(name, "controller peak RSS", f"{rss:.0f} MiB"),
+        Row(name, "webhook process peak RSS", f"{webhook_rss:.0f} MiB"),
         Row(
             name,
             "quota reviews the webhook itself took <= 1 ms for",

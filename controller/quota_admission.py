@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from controller.cache import HRQ_QUOTAS, HRQS, Cache
+from controller.cache import HRQ_QUOTAS, HRQS, NAMESPACES, Cache
+from controller.quota_sums import SubtreeSums
 from controller.reviews import admission_request, admission_response, unavailable
 from libaccurate import quota
 from libaccurate.admission import ALLOWED, UPDATE, Verdict
@@ -48,7 +49,8 @@ class ParsedHrqs:
     costs a look at which cached objects are new (by identity), and a parse only of those whose
     uid or generation changed; the index is built again only when an HRQ's spec did, or an
     HRQ came or went. ``parsed`` is every cached HRQ as last looked at, by namespace and name
-    (read only; the quota keeper plans from it).
+    (read only; the quota keeper plans from it). A caller that knows which HRQs were written
+    asks ``holds`` of those first and skips the look when each is held with its spec already.
     """
 
     def __init__(self) -> None:
@@ -74,6 +76,13 @@ class ParsedHrqs:
         gone = self._forget(objects) if len(known) != len(objects) else False
         if any(changed) or gone:
             self.index = quota.HrqIndex(p.hrq for p in self._by_key.values() if p.hrq)
+
+    def holds(self, obj: Mapping[str, Any]) -> bool:
+        """Whether ``obj``'s HRQ is held with the spec ``obj`` has: then ``update`` would parse
+        nothing and leave the index as it is (a status write changes no spec)."""
+        key, spec = _spec_of(obj)
+        held = self._by_key.get(key)
+        return held is not None and held.spec == spec
 
     def _take(self, obj: Mapping[str, Any]) -> bool:
         """Hold ``obj`` in place of what its HRQ was; whether that changed its spec."""
@@ -130,8 +139,12 @@ class QuotaReviews:
         self._lock = threading.Lock()
         # Parsed statuses by quota, with the resourceVersion they were parsed at.
         self._parsed: dict[quota.QuotaKey, Seen] = {}
-        # The HRQs as last parsed.
+        # What the cache saw change since the last decision; the HRQs as last parsed; each
+        # HRQ's subtree sum, kept from those changes (a review reads it).
+        self._changes = cache.follow([NAMESPACES, HRQS, HRQ_QUOTAS])
         self._hrqs = ParsedHrqs()
+        self._hrqs_read = False
+        self._sums = SubtreeSums(cache)
 
     def validate_status(self, body: Any) -> Answer:
         request = admission_request(body, "", "ResourceQuota", needs_name=True)
@@ -163,12 +176,13 @@ class QuotaReviews:
                 message = f"cannot check the hierarchical quota against the cluster: {error}"
                 return Verdict(False, message)
             with self._cache.reading() as forest:
-                hrqs = self._current_hrqs()
+                hrqs = self._catch_up(forest)
                 hrq = next((h for h in hrqs.in_namespace(hrq_key[0]) if h.key == hrq_key), None)
                 if hrq is None:
                     return ALLOWED
+                subtree_used = self._sums.reader(self._ledger.differing)
                 denial = quota.review_usage(
-                    forest, hrqs, self._ledger, namespace, hrq, before, after
+                    forest, hrqs, self._ledger, namespace, hrq, before, after, subtree_used
                 )
             if denial is not None:
                 return Verdict(False, denial)
@@ -188,11 +202,21 @@ class QuotaReviews:
     def _move_denial(self, name: str, parent: str | None, forest: Forest) -> str | None:
         """Why namespace ``name`` may not move under ``parent`` (``forest`` as it is, without
         the move), or None."""
-        return quota.review_move(forest, self._current_hrqs(), self._ledger, name, parent)
+        return quota.review_move(
+            forest, self._hrqs.current(self._cache), self._ledger, name, parent
+        )
 
-    def _current_hrqs(self) -> quota.HrqIndex:
-        """The cached HRQs, looked at again only when one of them changed."""
-        return self._hrqs.current(self._cache)
+    def _catch_up(self, forest: Forest) -> quota.HrqIndex:
+        """Take in what the cache saw change since the last decision, ``forest`` being the
+        cache's, held still: the HRQs (looked at all again only when one came, went or changed
+        its spec: the keeper's status writes change none), then the subtree sums."""
+        changes = self._changes.take()
+        hrqs = [self._cache.get(HRQS, *key) for key in changes.get(HRQS, ())]
+        if not self._hrqs_read or not all(o is not None and self._hrqs.holds(o) for o in hrqs):
+            self._hrqs.current(self._cache)
+            self._hrqs_read = True
+        self._sums.catch_up(forest, self._hrqs.index, changes, self._seen)
+        return self._hrqs.index
 
     def _seen(self, key: quota.QuotaKey) -> Seen | None:
         """A cached quota's version and usage, parsed once per version."""

@@ -31,7 +31,7 @@ MAX_DEPTH = 100
 # A JSON string, quotes and escapes included; one left open runs to the end of the body. Every
 # match attempt succeeds, so each byte is read once, whatever a hostile body holds.
 _STRING = re.compile(rb'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*(?:"|\Z)', re.DOTALL)
-_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP = [0] * 256
 for _open, _close in (b"[]", b"{}"):
     _STEP[_open], _STEP[_close] = 1, -1
@@ -66,8 +66,14 @@ def decode(body: bytes) -> Any:
 
 
 def _depth(body: bytes) -> int:
-    """How deep the brackets outside strings nest, in linear time and without recursion."""
-    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b'""', body))
+    """How deep the brackets outside strings nest, in linear time and without recursion.
+
+    Without a backslash (nearly every review) no quote is escaped, so the strings are exactly
+    every other piece between quotes and are cut out at C speed; the regular expression,
+    ten times slower on a review, is left for bodies with escapes.
+    """
+    outside = _STRING.sub(b'""', body) if b"\\" in body else b"".join(body.split(b'"')[::2])
+    brackets = outside.translate(None, _NOT_BRACKETS)
     return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
 
 

@@ -249,11 +249,17 @@ def namespace_used(usage: Usage, hrq: Hrq, namespace: str) -> ResourceList:
     return usage.get((namespace, quota_name(hrq.key))) or {}
 
 
+def nothing_used(hrq: Hrq) -> dict[str, Quantity]:
+    """A zero of each resource ``hrq`` limits, in the format of its ``hard``: where a sum over
+    its subtree starts."""
+    return {resource: Quantity(ZERO.value, q.format) for resource, q in hrq.hard.items()}
+
+
 def tree_used(
     forest: Forest, hrq: Hrq, usage: Usage, without: str | None = None
 ) -> dict[str, Quantity]:
     """The sum over ``hrq``'s subtree (leaving out ``without``) of each resource it limits."""
-    sums = {resource: Quantity(ZERO.value, q.format) for resource, q in hrq.hard.items()}
+    sums = nothing_used(hrq)
     for namespace in subtree(forest, hrq):
         if namespace == without:
             continue
@@ -262,6 +268,15 @@ def tree_used(
             if resource in used:
                 sums[resource] = sums[resource] + used[resource]
     return sums
+
+
+class SubtreeUsed(Protocol):
+    """What ``tree_used`` answers, however it is found: ``tree_used`` itself adds up the
+    subtree; the webhook reads the sums it keeps (libaccurate.quotasums)."""
+
+    def __call__(
+        self, forest: Forest, hrq: Hrq, usage: Usage, without: str | None = None
+    ) -> dict[str, Quantity]: ...
 
 
 def _pairs(values: ResourceList, resources: Sequence[str]) -> str:
@@ -276,9 +291,11 @@ def review_usage(
     hrq: Hrq,
     before: ResourceList,
     after: ResourceList,
+    subtree_used: SubtreeUsed = tree_used,
 ) -> str | None:
     """Whether ``namespace``'s usage counted for ``hrq`` may go from ``before`` to ``after``
-    (an update of the status of its ResourceQuota for ``hrq``); the denial.
+    (an update of the status of its ResourceQuota for ``hrq``); the denial. ``subtree_used``
+    gives what the other namespaces of an HRQ's subtree use (by default, their sum).
 
     The growth is the write's charge. It is judged against ``hrq`` and also against every
     other HRQ above the namespace that counts the same objects (no scope, or the same scope) and
@@ -302,7 +319,7 @@ def review_usage(
         if other != hrq and other.scope_selector and other.scope_selector != hrq.scope_selector:
             continue
         shown = before if other == hrq else namespace_used(usage, other, namespace)
-        rest = tree_used(forest, other, usage, without=namespace)
+        rest = subtree_used(forest, other, usage, without=namespace)
         total = {
             r: rest[r] + max(shown.get(r, ZERO), after.get(r, ZERO), key=lambda q: q.value)
             for r in rest

@@ -113,6 +113,12 @@ class Ledger:
     def pending(self) -> int:
         return sum(len(r) for r in self._pending.values())
 
+    @property
+    def differing(self) -> frozenset[QuotaKey]:
+        """The quotas for which ``get`` may say otherwise than the cache: those with pending
+        reservations or read live. Few, whatever the cluster's size: the writes in flight."""
+        return frozenset(self._pending.keys() | self._live.keys())
+
     def get(self, key: QuotaKey) -> ResourceList | None:
         """What ``key`` counts as using: per resource, the largest of what is seen and what
         any pending reservation would make it; None when nothing is known of it."""

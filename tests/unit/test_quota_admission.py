@@ -28,15 +28,31 @@ class Cached:
             ]
         )
         self.objects: dict[str, dict[Key, dict[str, Any]]] = {HRQS: {}, HRQ_QUOTAS: {}}
+        self.touched: dict[str, set[Key]] = {}
         self.changes = 0
 
     def put(self, resource: str, obj: dict[str, Any]) -> None:
         metadata = obj["metadata"]
-        self.objects[resource][(metadata["namespace"], metadata["name"])] = obj
+        key = (metadata["namespace"], metadata["name"])
+        self.objects[resource][key] = obj
         self.changes += 1
+        self.touched.setdefault(resource, set()).add(key)
+
+    def drop(self, resource: str, key: Key) -> None:
+        del self.objects[resource][key]
+        self.changes += 1
+        self.touched.setdefault(resource, set()).add(key)
 
     def generation(self, resource: str) -> int:
         return self.changes
+
+    def follow(self, kinds: list[str]) -> Cached:
+        """The cache's changes as a Feed hands them over (only one follower here)."""
+        return self
+
+    def take(self) -> dict[str, set[Key]]:
+        taken, self.touched = self.touched, {}
+        return taken
 
     def items(self, resource: str) -> list[dict[str, Any]]:
         return list(self.objects[resource].values())
@@ -115,6 +131,5 @@ def test_an_hrq_made_again_under_the_same_name_is_read_again() -> None:
 def test_a_deleted_hrq_limits_nothing_any_more() -> None:
     cache, reviews = limited("1", "1")
     assert not review(reviews, counted("1", 10), counted("2", 10))
-    del cache.objects[HRQS][("team", "cap")]
-    cache.changes += 1
+    cache.drop(HRQS, ("team", "cap"))
     assert review(reviews, counted("1", 10), counted("2", 10))
