@@ -16,18 +16,39 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from kubernetes import config as k8s_config
 
 from accurate_testbed import leftovers
 from accurate_testbed.apiserver.server import ApiServer
-from accurate_testbed.cluster import RUN_LABEL, Cluster, new_run, older_runs, real_kubeconfig
+from accurate_testbed.cluster import (
+    REAL_KUBECONFIG_ENV,
+    RUN_LABEL,
+    Cluster,
+    new_run,
+    older_runs,
+    real_kubeconfig,
+)
 from libaccurate.network.kube import ConnectionOptions, Kube
 
 # Fixtures that run our webhook server and register it with the cluster, for every test that
-# needs admission as users meet it, and the controller's; the e2e cost line (tally). Registered
-# here so pytest rewrites their asserts too.
-pytest_plugins = ["tests.e2e.tally", "tests.e2e.webhooks", "tests.e2e.controller"]
+# needs admission as users meet it, and the controller's; the e2e cost line (tally); the release
+# build started beside the tests (registered here for pytest-xdist's controller, which loads no
+# other conftest.py). Registered here so pytest rewrites their asserts too.
+pytest_plugins = [
+    "tests.e2e.tally",
+    "tests.e2e.webhooks",
+    "tests.e2e.controller",
+    "tests.release.build",
+]
 NEEDS_SERVER = "needs the in-memory API server's internals (not available on a real cluster)"
+
+# Hypothesis's two clocks (an example's 200 ms deadline, and the health check on how fast inputs
+# are drawn) time a test by the wall, which cores shared with pytest-xdist's other workers, or
+# with anything else the machine runs, stretch many times over: they made property tests fail
+# on a loaded machine while checking nothing about the code. Timing goals live in bench/.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,6 +61,11 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if real_kubeconfig() is not None and config.getoption("numprocesses", None):
+        raise pytest.UsageError(
+            f"{REAL_KUBECONFIG_ENV} runs the tests one at a time: each pytest-xdist worker would "
+            "take the others' objects for leftovers, and their controllers would fight (drop -n)"
+        )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

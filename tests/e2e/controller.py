@@ -5,8 +5,9 @@ tests/conftest.py registers these fixtures for every test:
 
 - ``controllers``: starts controller processes (``start``) or runs one to its exit (``run``);
   every process still running is stopped with SIGTERM after the test;
-- ``shared_controller``: ``shared_controller(config)`` makes sure a controller with that config
-  runs, keeping the one an earlier test of the module started (SharedController);
+- ``shared_controller``: ``shared_controller(config, *flags)`` makes sure a controller with that
+  config and those flags runs, keeping the one an earlier test of the module started
+  (SharedController);
 - ``scene``: namespaces and SubNamespaces with names unique to the test, the namespaces with the
   test's labels. The controllers started here pass those labels on to the namespaces they make
   (their config's ``labelKeys`` gets them), so the run's webhooks serve those too and the end of
@@ -145,31 +146,36 @@ class Controllers:
 
 
 class SharedController:
-    """One controller with the default flags, kept running from one test to the next while
-    they ask for the same config: a real cluster takes seconds to start one, and most tests
-    only need one to be there. A test that shares it must not depend on it being new (its
-    metrics and log hold earlier tests' work too). The ``shared_controller`` fixture hands it
-    out; it stops when a test starts a controller of its own, and at the end of each module."""
+    """One controller, kept running from one test to the next while they ask for the same
+    config and flags: a real cluster takes seconds to start one, a test machine's cores a second
+    or two of work, and most tests only need one to be there. A test that shares it must not
+    depend on it being new (its metrics and log hold earlier tests' work too). The
+    ``shared_controller`` fixture hands it out; it stops when a test starts a controller of its
+    own, and at the end of each module."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.config: Mapping[str, Any] | str | None = None
+        self.wanted: tuple[Mapping[str, Any] | str, tuple[str, ...]] | None = None
         self.running: Controllers | None = None
 
-    def start(self, cluster: Cluster, config: Mapping[str, Any] | str = "") -> Controllers:
-        """The running controller's starter if its config is ``config``, else a new one's."""
-        if self.running is None or self.config != config or not self._alive(self.running):
+    def start(
+        self, cluster: Cluster, config: Mapping[str, Any] | str = "", *flags: str
+    ) -> Controllers:
+        """The running controller's starter if it has ``config`` and ``flags``, else a new
+        one's."""
+        wanted = (config, flags)
+        if self.running is None or self.wanted != wanted or not self._alive(self.running):
             self.stop()
             self.running = Controllers(cluster, self.folder)
-            self.running.start(config)
-            self.config = config
+            self.running.start(config, *flags)
+            self.wanted = wanted
         return self.running
 
     def stop(self) -> None:
         if self.running is not None:
             for process in self.running.started:
                 process.stop()
-            self.running, self.config = None, None
+            self.running, self.wanted = None, None
 
     @staticmethod
     def _alive(running: Controllers) -> bool:
@@ -222,12 +228,13 @@ def controllers(
 def shared_controller(
     cluster: Cluster, subnamespace_crd: None, _module_controller: SharedController
 ) -> Iterator[Callable[..., Process]]:
-    """``shared_controller(config)``: make sure a controller with ``config`` (default flags)
-    runs, started anew only when the last one had another config (see SharedController)."""
+    """``shared_controller(config, *flags)``: make sure a controller with ``config`` and
+    ``flags`` (after the default ones) runs, started anew only when the last one had another
+    config or other flags (see SharedController)."""
     used: list[Controllers] = []
 
-    def start(config: Mapping[str, Any] | str = "") -> Process:
-        used.append(_module_controller.start(cluster, config))
+    def start(config: Mapping[str, Any] | str = "", *flags: str) -> Process:
+        used.append(_module_controller.start(cluster, config, *flags))
         return used[-1].started[0]
 
     yield start

@@ -13,6 +13,7 @@ import ssl
 import subprocess
 import threading
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,17 +161,17 @@ class Team:
 @pytest.fixture
 def team(
     controllers: Controllers,
+    shared_controller: Callable[..., Process],
     scene: Scene,
     hrq_crd: None,
     webhook_ca: trustme.CA,
-    tmp_path: Path,
+    module_serving: tuple[str, ...],
 ) -> Team:
-    cert_dir = tmp_path / "serving-certs"
-    write_serving_pair(webhook_ca, cert_dir)
-    port = free_port()
-    flags = ("--webhook-addr", f"127.0.0.1:{port}", "--cert-dir", str(cert_dir))
-    running = controllers.start(CONFIG, *flags)
-    url = f"https://127.0.0.1:{port}"
+    """The controller is the module's shared one (started by its first test, after the CRD);
+    the tenant and their root are the test's own."""
+    flags = module_serving
+    running = shared_controller(CONFIG, *flags)
+    url = f"https://{flags[1]}"
     register_webhooks(scene.cluster, url, webhook_ca)
     register_webhooks(scene.cluster, url, webhook_ca, "quota")
     install_subnamespace_roles(scene.cluster, scene.kube)

@@ -37,6 +37,7 @@ from accurate_testbed.manifests import (
     render,
     subnamespace_crd_manifest,
 )
+from accurate_testbed.processes import free_port
 from accurate_testbed.waiting import wait_for
 from controller.webhook import WebhookServer
 from libaccurate.config import NamingPolicy
@@ -115,6 +116,17 @@ class Webhooks:
 @pytest.fixture(scope="session")
 def webhook_ca() -> trustme.CA:
     return trustme.CA()
+
+
+@pytest.fixture(scope="module")
+def module_serving(
+    webhook_ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, ...]:
+    """The controller's flags for its webhook server: one address and serving pair for the whole
+    module, so that a controller its tests share (``shared_controller``) serves each of them."""
+    cert_dir = tmp_path_factory.mktemp("serving-certs")
+    write_serving_pair(webhook_ca, cert_dir)
+    return ("--webhook-addr", f"127.0.0.1:{free_port()}", "--cert-dir", str(cert_dir))
 
 
 @pytest.fixture

@@ -1,11 +1,12 @@
 """The frozen ``kubectl-accurate`` as users get it: built by ``krew/release.py build``,
 installed from its archive the way krew installs it, found by the real ``kubectl`` on PATH and
 driven against the cluster. Freezing takes a minute or two, so the session builds once, beside
-the tests that run first (conftest.py)."""
+the tests that run first (build.py)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -35,14 +36,17 @@ BASE_URL = "https://example.test/download"
 
 
 @pytest.fixture(scope="module")
-def dist(request: pytest.FixtureRequest) -> Path:
-    """The host's real archive (built while the tests before ran: conftest.py), the other
-    platforms' stand-ins, checksums.txt, accurate.yaml."""
+def dist(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The host's real archive (built while the tests before ran: build.py), the other
+    platforms' stand-ins, checksums.txt, accurate.yaml; in a folder of this process's own, as
+    xdist's workers share the build."""
     build = request.config.stash[BUILD]
-    directory = build.dist
     code, out, err = build.wait()
     assert code == 0, err
-    assert out == f"{directory / archive_name(*host())}\n"
+    built = build.dist / archive_name(*host())
+    assert out == f"{built}\n"
+    directory = tmp_path_factory.mktemp("dist")
+    shutil.copy(built, directory)
     stand_in_archives(directory, real=host())
     published = release(
         "manifest",
