@@ -344,9 +344,9 @@ def _converge(target: Target, sizes: Sizes, flags: Sequence[str]) -> list[Row]:
     trees = population.forest(target, roots, sizes.converge_namespaces, subnamespaces=True)
     kube = target.kube()
     per_root = max(1, sizes.converge_sources // roots)
-    sources = [
-        (root, index, _SOURCE_KINDS[index % 2]) for root in trees for index in range(per_root)
-    ]
+    # The kinds alternate over all sources, not within each root: 100 of each for 200.
+    placed = [(root, index) for root in trees for index in range(per_root)]
+    sources = [(root, index, _SOURCE_KINDS[n % 2]) for n, (root, index) in enumerate(placed)]
     population.in_parallel(
         lambda root, index, plural: kube.create(
             resource_path("", "v1", plural, root), _source(root, index, plural)
