@@ -40,3 +40,28 @@ def test_a_subnamespace_is_ready_once_its_own_copies_are_there_not_at_the_end_of
     assert copies_in(scene, second, root) < COPIES
     scene.settle(root, second)
     assert copies_in(scene, second, root) == COPIES
+
+
+def test_a_status_someone_else_overwrote_is_put_back(
+    controllers: Controllers, scene: Scene
+) -> None:
+    """A change to a SubNamespace's status alone goes to the bulk lane, not the SubNamespace
+    lane (the controller's own statuses come by the thousand during a long pass): a status
+    emptied by someone else is still written back."""
+    controllers.start(SECRETS)
+    root = scene.root()
+    child = scene.subnamespace(root, "child")
+    scene.settle(root, child)
+    emptied = '{"status": {"conditions": []}}'
+    scene.kubectl(
+        "patch",
+        "subnamespace",
+        child,
+        "-n",
+        root,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        emptied,
+    )
+    scene.settle(root, child)
