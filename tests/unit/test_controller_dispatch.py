@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Iterator
+from functools import partial
 
 import pytest
 
@@ -58,7 +59,7 @@ def test_a_kind_gets_a_writer_while_another_kind_keeps_every_writer_it_had(
 def test_a_kind_s_requests_go_out_in_the_order_given() -> None:
     sent: list[int] = []
     one = Dispatcher(1, "test")
-    futures = [one.submit("secrets", lambda i=i: sent.append(i)) for i in range(20)]
+    futures = [one.submit("secrets", partial(sent.append, i)) for i in range(20)]
     one.close()
     assert all(future.done() for future in futures)
     assert sent == list(range(20))
