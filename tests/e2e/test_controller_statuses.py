@@ -47,8 +47,9 @@ def test_a_status_someone_else_overwrote_is_put_back(
 ) -> None:
     """A change to a SubNamespace's status alone goes to the bulk lane, not the SubNamespace
     lane (the controller's own statuses come by the thousand during a long pass): a status
-    emptied by someone else is still written back."""
-    controllers.start(SECRETS)
+    emptied by someone else is still written back, by a pass that change starts (the resync
+    is ten minutes away)."""
+    controllers.start(SECRETS, "--resync-period", "10m")
     root = scene.root()
     child = scene.subnamespace(root, "child")
     scene.settle(root, child)
