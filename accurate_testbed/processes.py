@@ -99,9 +99,11 @@ class Process:
         return self.log.read_text(errors="replace")
 
     def records(self) -> list[dict[str, Any]]:
-        """The JSON log records written so far."""
+        """The JSON log records written so far: whole lines only, as the one being written
+        may be read half done."""
+        text = self.output()
         found = []
-        for line in self.output().splitlines():
+        for line in text[: text.rfind("\n") + 1].splitlines():
             if line.startswith("{"):
                 found.append(json.loads(line))
         return found

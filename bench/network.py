@@ -1,4 +1,4 @@
-"""Scenario 12, the network people really use (issue 29): ``kubectl accurate list`` beside
+"""Scenario 13, the network people really use (issue 29): ``kubectl accurate list`` beside
 ``kubectl get ns -o name`` through an emulated link (accurate_testbed.link: 30 ms round trip,
 10 and 100 Mbit/s), and over loopback, on clusters as the controller leaves them (namespaces in
 trees of 50, the sub-namespaces' labels applied by the controller's field manager, so with
@@ -81,7 +81,7 @@ def _loopback(target: Target, lines: Lines, size: int, runs: int) -> list[Row]:
     env = _env(target, target.kubeconfig)
     loopback = {command: line for command, line in lines.items() if command != UNCOMPRESSED}
     times = _interleaved(loopback, env, runs, None)
-    return _compared(f"12 network, {size} ns, loopback", size, times, {})
+    return _compared(f"13 network, {size} ns, loopback", size, times, {})
 
 
 def _through_link(target: Target, lines: Lines, size: int, megabits: float, runs: int) -> list[Row]:
@@ -93,7 +93,7 @@ def _through_link(target: Target, lines: Lines, size: int, megabits: float, runs
         )
         env = _env(target, config)
         times = _interleaved(lines, env, runs, link)
-    name = f"12 network, {size} ns, {megabits:g} Mbit/s, {ROUND_TRIP_MS:g} ms RTT"
+    name = f"13 network, {size} ns, {megabits:g} Mbit/s, {ROUND_TRIP_MS:g} ms RTT"
     return _compared(name, size, times, _bytes(times))
 
 
@@ -183,7 +183,7 @@ def _controller_first_pass(target: Target, size: int) -> list[Row]:
     """A controller's start on the converged cluster to its first pass done through the
     10 Mbit/s link, with and without compression, and the bytes it received meanwhile (its
     discovery, its LISTs, its watches' start)."""
-    name = f"12 network, controller, {size} ns, {LINKS[0]:g} Mbit/s, {ROUND_TRIP_MS:g} ms RTT"
+    name = f"13 network, controller, {size} ns, {LINKS[0]:g} Mbit/s, {ROUND_TRIP_MS:g} ms RTT"
     rows = []
     for compressed in (True, False):
         with Link(server_address(target.kubeconfig), Shape.of(ROUND_TRIP_MS, LINKS[0])) as link:

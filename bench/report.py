@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import platform
 import statistics
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -20,6 +21,13 @@ class Row:
     target: str = ""
     met: bool | None = None
     checked: bool = False
+
+
+def timed(action: Callable[[], object], clock: Callable[[], float] = time.perf_counter) -> float:
+    """How long ``action`` took, in seconds of ``clock`` (the wall's by default)."""
+    started = clock()
+    action()
+    return clock() - started
 
 
 def median(samples: Sequence[float]) -> float:

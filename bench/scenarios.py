@@ -22,11 +22,12 @@ from accurate_testbed.processes import environment, free_port
 from accurate_testbed.waiting import wait_for
 from bench import controller, population
 from bench.admission import admission
+from bench.keeper import keeper_passes
 from bench.network import network
 from bench.population import secrets_path
 from bench.quota import quota_admission
 from bench.reaction import long_pass, reaction
-from bench.report import Row, median, percentile, seconds
+from bench.report import Row, median, percentile, seconds, timed
 from bench.startup import startup
 from bench.target import WRITE_VERBS, Target
 from bench.watching import watch_until
@@ -87,6 +88,8 @@ class Sizes:
     quota: tuple[int, ...] = (2000, 10000)
     quota_hrqs: int = 1000
     quota_writes: int = 200
+    keeper_namespaces: int = 2000
+    keeper_passes: int = 300
     link: tuple[int, ...] = (100, 2000, 10000)
     link_controller: int = 2000
     # Scenario 13 also times the release binary's ``list``; quick mode leaves its build
@@ -116,16 +119,12 @@ QUICK = Sizes(
     quota=(300,),
     quota_hrqs=20,
     quota_writes=20,
+    keeper_namespaces=300,
+    keeper_passes=20,
     link=(50,),
     link_controller=50,
     link_binary=False,
 )
-
-
-def _timed(action: Callable[[], object]) -> float:
-    started = time.monotonic()
-    action()
-    return time.monotonic() - started
 
 
 def _run(*command: str, env: dict[str, str]) -> None:
@@ -175,7 +174,7 @@ def cli_list(target: Target, sizes: Sizes) -> list[Row]:
         times: dict[tuple[str, ...], list[float]] = {theirs: [], ours: [], plain: []}
         for _ in range(sizes.runs):
             for command, taken in times.items():
-                taken.append(_timed(functools.partial(_run, *command, env=env)))
+                taken.append(timed(functools.partial(_run, *command, env=env)))
         kubectl = median(times[theirs])
         rows.append(Row(name, "kubectl get ns -o name (median)", seconds(kubectl)))
         for label, command in (("kubectl accurate list", ours), ("list --no-markers", plain)):
@@ -230,7 +229,7 @@ def fanout(target: Target, sizes: Sizes) -> list[Row]:
     )
 
     def script(value: str) -> float:
-        return _timed(lambda: population.in_parallel(put, ((ns, value) for ns in descendants)))
+        return timed(lambda: population.in_parallel(put, ((ns, value) for ns in descendants)))
 
     plain = median([script(str(run)) for run in range(1, sizes.runs + 1)])
     kube.create(secrets_path(root), secret(root, "fan", "update", {"value": "0"}))
@@ -703,4 +702,7 @@ SCENARIOS: dict[str, Callable[[Target, Sizes], list[Row]]] = {
         target, sizes.quota, sizes.quota_hrqs, sizes.quota_writes
     ),
     "network": network,
+    "keeper": lambda target, sizes: keeper_passes(
+        target, sizes.keeper_namespaces, sizes.quota_hrqs, sizes.keeper_passes
+    ),
 }

@@ -26,7 +26,7 @@ from controller.writes import Aborted, Known, Replan, Writer
 from libaccurate.actions import Action
 from libaccurate.closing import Closing, Part, close_events, close_part, parts
 from libaccurate.network.kube import KubeError
-from libaccurate.planner import Plan, Result, Snapshot, Step
+from libaccurate.planner import Plan, Result, Step
 
 log = logging.getLogger(__name__)
 
@@ -102,20 +102,16 @@ class Applier:
         """Wait for the writes in flight, then let the workers go."""
         self.dispatcher.close()
 
-    def apply(
-        self, plan: Plan, snapshot: Snapshot, deferred: frozenset[int] = frozenset()
-    ) -> Report:
-        """Carry out ``plan``, made from ``snapshot``, but for the steps ``deferred`` (by
-        index); returns what became of every step."""
-        known = Known(snapshot.namespaces, snapshot.subnamespaces)
-        state = _Pass(plan, known, deferred, parts(plan))
+    def apply(self, plan: Plan, deferred: frozenset[int] = frozenset()) -> Report:
+        """Carry out ``plan`` but for the steps ``deferred`` (by index); returns what became
+        of every step."""
+        state = _Pass(plan, Known(plan.namespaces, plan.subnamespaces), deferred, parts(plan))
         done = [part for index in deferred if (part := state.settle(index, self.DEFERRED))]
         done.extend(part for part in state.parts.values() if not part.steps)
         for part in done:
             self._close_part(state, part)
         for stage in plan.stages():
-            work = [(step.action, step) for step in stage if step.index not in deferred]
-            self._wait(self._send(state, action, step) for action, step in work)
+            self._wait(self._run(state, [(s.action, s) for s in stage if s.index not in deferred]))
         # Every step before the final stage has come out, so every part has been closed.
         self._wait(state.closers)
         with state.lock:
@@ -124,11 +120,10 @@ class Applier:
         return Report(dict(state.outcomes))
 
     @staticmethod
-    def _wait(futures: Iterable[Future[None] | None]) -> None:
+    def _wait(futures: Iterable[Future[None]]) -> None:
         """Wait for every write ``futures`` stand for; raises what a write raised."""
         for future in list(futures):
-            if future is not None:
-                future.result()
+            future.result()
 
     def _close_part(self, state: _Pass, part: Part) -> None:
         """Send the statuses of ``part``, whose steps have all come out."""
@@ -136,29 +131,42 @@ class Applier:
             closing = close_part(state.plan, part, state.outcomes)
         sent = self._close(state, closing)
         with state.lock:
-            state.closers.extend(future for future in sent if future is not None)
+            state.closers.extend(sent)
 
-    def _close(self, state: _Pass, closing: Closing) -> list[Future[None] | None]:
+    def _close(self, state: _Pass, closing: Closing) -> list[Future[None]]:
         """Record the final steps ``closing`` settled and send its writes (not those of
         deferred steps)."""
         for index, finding in closing.settled.items():
             if index not in state.deferred:
                 step = state.plan.steps[index]
                 self._record(state, step.action, step, Outcome(finding.result, finding.error))
-        return [
-            self._send(state, send.action, _step(state.plan, send.step))
-            for send in closing.sends
-            if send.step not in state.deferred
-        ]
+        sends = [send for send in closing.sends if send.step not in state.deferred]
+        return self._run(state, [(send.action, _step(state.plan, send.step)) for send in sends])
 
-    def _send(self, state: _Pass, action: Action, step: Step | None) -> Future[None] | None:
-        """Start ``action`` on a writer, or record why it must not run (then None)."""
-        blocked = self._blocked(state, step)
-        if blocked is not None:
-            self._record(state, action, step, blocked)
-            return None
-        kind = self.writer.kind(action)
-        return self.dispatcher.submit(kind, partial(self._carry_out, state, action, step))
+    def _run(self, state: _Pass, work: list[tuple[Action, Step | None]]) -> list[Future[None]]:
+        """Start ``work`` on the writers, each request under its kind; an action that carries
+        out a step records its outcome. The futures of what went to the writers.
+
+        A single write is sent from the calling thread: a pass for one SubNamespace is a few
+        stages of one write each, and handing each to a worker and back costs two thread
+        switches, which on a loaded machine is most of the wait.
+        """
+        ready: list[tuple[Action, Step | None]] = []
+        for action, step in work:
+            blocked = self._blocked(state, step)
+            if blocked is not None:
+                self._record(state, action, step, blocked)
+            else:
+                ready.append((action, step))
+        if len(ready) == 1:
+            self._carry_out(state, *ready[0])
+            return []
+        return [
+            self.dispatcher.submit(
+                self.writer.kind(action), partial(self._carry_out, state, action, step)
+            )
+            for action, step in ready
+        ]
 
     def _carry_out(self, state: _Pass, action: Action, step: Step | None) -> None:
         self._record(state, action, step, self._attempt(state, action))

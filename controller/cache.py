@@ -8,8 +8,9 @@ anything a watch could have lost. Only what the planner reads is kept: namespace
 for other managers' ``managedFields`` (the controller's own say which keys it owns),
 SubNamespaces and the sources and copies of watched kinds in full without ``managedFields``,
 every other object of a watched kind as a stub of its identity, labels and annotations, so
-memory stays bounded by what propagates. The namespace forest the admission webhooks judge on is
-kept current with every namespace event, so that a review never pays for the cluster's size.
+memory stays bounded by what propagates. The namespace forest the admission webhooks judge on,
+and the planner's indexes (libaccurate.index), are kept current with every event, so that
+neither a review nor a pass about a few namespaces pays for the cluster's size.
 What changed is handed to whoever follows it (a ``Feed``): each change goes to the one feed
 that follows its kind, so that the reconcile loop's lanes each see their own; but a SubNamespace
 that changed only in its status goes to the feed of every other kind, the bulk lane's. Statuses
@@ -31,7 +32,7 @@ from typing import Any, Literal
 
 from controller.owners import awaits_verdict
 from controller.throttle import Backoff
-from libaccurate import quota, subnamespaces
+from libaccurate import index, quota, subnamespaces
 from libaccurate.config import WatchedResource
 from libaccurate.constants import (
     ANNOTATION_FROM,
@@ -41,6 +42,7 @@ from libaccurate.constants import (
     SUBNAMESPACE_PLURAL,
 )
 from libaccurate.forest import Forest, node_from_object
+from libaccurate.index import Index, Indexes
 from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
 
 Obj = dict[str, Any]
@@ -64,12 +66,14 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Resource:
     """One kind the cache mirrors: its name in logs and metrics, where it is listed, what of
-    each object is kept, and the label selector that limits it to some objects."""
+    each object is kept, the label selector that limits it to some objects, and the kind it
+    is in the planner's indexes (None: not indexed)."""
 
     name: str
     path: str
     keep: Callable[[Obj], Obj]
     selector: str = ""
+    indexed: index.Kind | None = None
 
     @property
     def query(self) -> dict[str, str]:
@@ -150,7 +154,11 @@ def _watched_object_keeper(propagate_generated: bool) -> Callable[[Obj], Obj]:
 
 def namespaces_only() -> list[Resource]:
     """What the webhook process's cache holds: the namespaces its forest is made of."""
-    return [Resource(NAMESPACES, resource_path("", "v1", NAMESPACES), _namespace_keeper)]
+    return [
+        Resource(
+            NAMESPACES, resource_path("", "v1", NAMESPACES), _namespace_keeper, "", index.NAMESPACES
+        )
+    ]
 
 
 def quota_resources() -> list[Resource]:
@@ -177,11 +185,14 @@ def mirrored(watched: Iterable[WatchedResource], propagate_generated: bool) -> l
             SUBNAMESPACES,
             subnamespaces.path(),
             _without_managed_fields,
+            "",
+            index.SUBNAMESPACES,
         ),
     ]
     for w in watched:
         name = resource_name(w.gvk.group, w.plural)
-        resources.append(Resource(name, resource_path(w.gvk.group, w.gvk.version, w.plural), keep))
+        path = resource_path(w.gvk.group, w.gvk.version, w.plural)
+        resources.append(Resource(name, path, keep, "", w.gvk))
     return resources
 
 
@@ -278,6 +289,8 @@ class Cache:
         self._stopping = False
         self._changed = threading.Condition()
         self._forest = Forest()
+        self._indexes = Indexes()
+        self._indexed = {r.name: r.indexed for r in self.resources if r.indexed is not None}
         # Who is told what changed; none for a cache nobody asks (the webhook process's).
         self._feeds: list[Feed] = []
 
@@ -332,10 +345,12 @@ class Cache:
         with self._changed:
             return self._objects[resource].get((namespace, name))
 
-    def namespaces(self) -> tuple[list[Obj], Forest]:
-        """The namespaces and a copy of their forest, taken together so that they agree."""
+    def namespaces(self) -> tuple[list[Obj], Forest, Index]:
+        """The namespaces, a copy of their forest and of the planner's indexes, taken together
+        so that they agree."""
         with self._changed:
-            return list(self._objects[NAMESPACES].values()), self._forest.copy()
+            namespaces = list(self._objects[NAMESPACES].values())
+            return namespaces, self._forest.copy(), self._indexes.index()
 
     @contextmanager
     def reading(self) -> Iterator[Forest]:
@@ -398,6 +413,8 @@ class Cache:
             self._objects[resource] = objects
             if resource == NAMESPACES:
                 self._forest = Forest.build(objects.values())
+            if resource in self._indexed:
+                self._indexes.reset(self._indexed[resource], objects.values())
             self._positions[resource] = version
             first = resource not in self._listed
             self._listed.add(resource)
@@ -427,12 +444,16 @@ class Cache:
                     objects[_key(kept)] = kept
                     if resource == NAMESPACES:
                         self._forest.upsert(node_from_object(kept))
+                    if resource in self._indexed:
+                        self._indexes.put(self._indexed[resource], kept)
                     status = resource == SUBNAMESPACES and _status_only(found, kept)
                     self._bump(resource, {_key(kept)}, to_all=status)
                     return version
             elif kind == "DELETED" and objects.pop(_key(obj), None) is not None:
                 if resource == NAMESPACES:
                     self._forest.remove(_key(obj)[1])
+                if resource in self._indexed:
+                    self._indexes.forget(self._indexed[resource], *_key(obj))
                 self._bump(resource, {_key(obj)})
                 return version
             self._changed.notify_all()

@@ -55,6 +55,7 @@ from libaccurate.config import (
     tenant_overrides,
 )
 from libaccurate.constants import SUBNAMESPACE_KIND, SUBNAMESPACE_PLURAL
+from libaccurate.network import collector
 from libaccurate.network.kube import ConnectionOptions, Kube, KubeError
 from libaccurate.network.kubeconfig import load_credentials
 
@@ -78,6 +79,7 @@ class Controller:
     """The running parts, for a clean shutdown."""
 
     stop: threading.Event
+    cache: Cache
     loop_thread: threading.Thread
     lane_thread: threading.Thread
     appliers: tuple[Applier, ...]
@@ -119,13 +121,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     stop = threading.Event()
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: stop.set())
+    # The collector set for the API's answers from here on: the first LISTs decode the whole
+    # cluster into the cache (libaccurate.network.collector).
+    collector.hold()
     try:
         controller = start(options, stop)
     except (StartupError, ConfigError, KubeError, selfcheck.MissingPermissions) as error:
         print(f"{PROGRAM}: {error}", file=sys.stderr)
         sys.exit(1)
+    filled = False
     while not stop.wait(1.0) and (failure := controller.failure()) is None:
-        pass
+        if not filled and controller.cache.synced:
+            collector.hold()  # the cache as first filled, out of every later pass
+            filled = True
     crashed = not stop.is_set()
     if crashed:
         log.error("stopping: %s", failure)
@@ -211,7 +219,7 @@ def start(options: Options, stop: threading.Event) -> Controller:
     lane = SubNamespaceLane(passes, appliers[1], lane_feed, leadership, traffic, loop)
     loop_thread = threading.Thread(target=loop.run, args=(stop,), name="loop", daemon=True)
     lane_thread = threading.Thread(target=lane.run, args=(stop,), name="lane", daemon=True)
-    controller = Controller(stop, loop_thread, lane_thread, appliers, elector)
+    controller = Controller(stop, cache, loop_thread, lane_thread, appliers, elector)
     controller.webhooks = _webhooks(options, config, hierarchical, lease_namespace)
     controller.servers = _serve(options, cache, metrics, controller, is_leader)
     if elector is not None:

@@ -20,6 +20,9 @@ from libaccurate import quota
 # large clusters, hence the wider range.
 _WEBHOOK_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _PASS_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+# The reconcile loop's lanes (controller.loop, controller.lane), by the names passes, logs and
+# the ``lane`` label of the pass series give them: the bulk of the work, and SubNamespaces.
+LANES = ("bulk", "subnamespaces")
 
 
 class Metrics:
@@ -29,15 +32,22 @@ class Metrics:
         self.registry = CollectorRegistry()
         self._passes = Counter(
             "accurate_reconcile_passes",
-            "Reconcile passes completed.",
+            "Reconcile passes completed, by lane.",
+            ["lane"],
             registry=self.registry,
         )
         self._pass_seconds = Histogram(
             "accurate_reconcile_duration_seconds",
-            "Time one reconcile pass took, from planning to the last write.",
+            "Time one reconcile pass took, from planning to the last write, by lane.",
+            ["lane"],
             buckets=_PASS_BUCKETS,
             registry=self.registry,
         )
+        for lane in LANES:
+            # Both lanes' series exist from the start, at zero, so that a sum over lanes or a
+            # rate of either is there before the lane's first pass.
+            self._passes.labels(lane=lane)
+            self._pass_seconds.labels(lane=lane)
         self._actions = Counter(
             "accurate_actions",
             "Actions applied, by kind of action and result.",
@@ -62,9 +72,9 @@ class Metrics:
             registry=self.registry,
         )
 
-    def observe_pass(self, seconds: float) -> None:
-        self._passes.inc()
-        self._pass_seconds.observe(seconds)
+    def observe_pass(self, lane: str, seconds: float) -> None:
+        self._passes.labels(lane=lane).inc()
+        self._pass_seconds.labels(lane=lane).observe(seconds)
 
     def count_action(self, kind: str, result: str) -> None:
         self._actions.labels(action=kind, result=result).inc()

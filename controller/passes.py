@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from controller.applier import Applier, Report
 from controller.cache import NAMESPACES, SUBNAMESPACES, Cache, resource_name
-from controller.metrics import Metrics
+from controller.metrics import LANES, Metrics
 from controller.owners import Owners
 from controller.quotas import Quotas
 from controller.sudoers import Sudoers
@@ -26,9 +26,8 @@ from libaccurate.config import Config, WatchedResource
 from libaccurate.forest import Problem
 from libaccurate.planner import Plan, Result, Snapshot, about, affected, plan
 
-# The lanes' names in logs: the bulk of the work, and the SubNamespace lifecycle.
-BULK = "bulk"
-SUBNAMESPACE_LANE = "subnamespaces"
+# The lanes' names in logs and metrics: the bulk of the work, and the SubNamespace lifecycle.
+BULK, SUBNAMESPACE_LANE = LANES
 Scope = frozenset[str] | None
 Changes = Mapping[str, Iterable[tuple[str, str]]]
 T = TypeVar("T")
@@ -102,14 +101,14 @@ class Passes:
             if self.sudoers is not None and lane == BULK:
                 self.sudoers.keep(snapshot)
             if self.quotas is not None and lane == BULK and snapshot.forest is not None:
-                self.quotas.keep(snapshot.forest)
+                self.quotas.keep(snapshot.forest, snapshot.scope)
             planned = plan(snapshot)
             self._report_problems(planned)
             if not planned.steps:
                 return Outcome(planned, None)
             on_plan(planned)
             held = hold(planned)
-            report = applier.apply(planned, snapshot, held)
+            report = applier.apply(planned, held)
             if self.quotas is not None and planned.forest is not None:
                 # Namespaces created in this pass get their ResourceQuotas in it, not the next.
                 new = {name for name in planned.waiting if name not in (snapshot.forest or ())}
@@ -119,7 +118,7 @@ class Passes:
             log.exception("reconcile pass failed", extra={"lane": lane})
             return Outcome(None, None)
         finally:
-            self.metrics.observe_pass(time.monotonic() - started)
+            self.metrics.observe_pass(lane, time.monotonic() - started)
         log.info(
             "reconcile pass done",
             extra={
@@ -137,7 +136,7 @@ class Passes:
 
     def snapshot(self, changes: Changes | None = None) -> Snapshot:
         """The cache's picture as the planner takes it: all of it, or what ``changes`` affect."""
-        namespaces, forest = self.cache.namespaces()
+        namespaces, forest, index = self.cache.namespaces()
         objects = {
             w.gvk: self.cache.items(resource_name(w.gvk.group, w.plural)) for w in self.watched
         }
@@ -152,6 +151,7 @@ class Passes:
             owners=owners,
             propagate_generated=self.owners is not None,
             forest=forest,
+            index=index,
             scope=None if changes is None else affected(forest, namespaces_of(changes)),
             hrqs=self.quotas.hrqs() if self.quotas is not None else (),
             hrq_quotas=self.quotas.kept() if self.quotas is not None else (),

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from controller.cache import HRQ_QUOTAS, HRQS, Cache
@@ -46,13 +47,25 @@ class ParsedHrqs:
     the object written, and a status write does not move ``metadata.generation``: so an update
     costs a look at which cached objects are new (by identity), and a parse only of those whose
     uid or generation changed; the index is built again only when an HRQ's spec did, or an
-    HRQ came or went.
+    HRQ came or went. ``parsed`` is every cached HRQ as last looked at, by namespace and name
+    (read only; the quota keeper plans from it).
     """
 
     def __init__(self) -> None:
         self.index = quota.HrqIndex(())
         self._by_id: dict[int, Parsed] = {}
         self._by_key: dict[quota.QuotaKey, Parsed] = {}
+        self.parsed: Mapping[quota.QuotaKey, Parsed] = MappingProxyType(self._by_key)
+        # The cache generation of the HRQs last looked at.
+        self._at = -1
+
+    def current(self, cache: Cache) -> quota.HrqIndex:
+        """The HRQs ``cache`` holds, looked at again only when one of them changed."""
+        generation = cache.generation(HRQS)
+        if self._at != generation:
+            self.update(cache.items(HRQS))
+            self._at = generation
+        return self.index
 
     def update(self, objects: Sequence[Mapping[str, Any]]) -> None:
         known = self._by_id
@@ -117,9 +130,8 @@ class QuotaReviews:
         self._lock = threading.Lock()
         # Parsed statuses by quota, with the resourceVersion they were parsed at.
         self._parsed: dict[quota.QuotaKey, Seen] = {}
-        # The HRQs as last parsed, and the cache generation they were looked at.
+        # The HRQs as last parsed.
         self._hrqs = ParsedHrqs()
-        self._hrqs_at = -1
 
     def validate_status(self, body: Any) -> Answer:
         request = admission_request(body, "", "ResourceQuota", needs_name=True)
@@ -180,11 +192,7 @@ class QuotaReviews:
 
     def _current_hrqs(self) -> quota.HrqIndex:
         """The cached HRQs, looked at again only when one of them changed."""
-        generation = self._cache.generation(HRQS)
-        if self._hrqs_at != generation:
-            self._hrqs.update(self._cache.items(HRQS))
-            self._hrqs_at = generation
-        return self._hrqs.index
+        return self._hrqs.current(self._cache)
 
     def _seen(self, key: quota.QuotaKey) -> Seen | None:
         """A cached quota's version and usage, parsed once per version."""

@@ -110,13 +110,13 @@ class Known:
     """
 
     def __init__(
-        self, namespaces: Iterable[Mapping[str, Any]], subnamespaces: Iterable[Mapping[str, Any]]
+        self,
+        namespaces: Mapping[str, Mapping[str, Any]],
+        subnamespaces: Mapping[tuple[str, str], Mapping[str, Any]],
     ) -> None:
-        self._namespaces = {_metadata(o).get("name", ""): o for o in namespaces}
-        self._subnamespaces: dict[tuple[str, str], Mapping[str, Any]] = {
-            (_metadata(o).get("namespace", ""), _metadata(o).get("name", "")): o
-            for o in subnamespaces
-        }
+        """``namespaces`` by name, ``subnamespaces`` by (namespace, name), as a plan has them."""
+        self._namespaces = dict(namespaces)
+        self._subnamespaces = dict(subnamespaces)
         self._lock = threading.Lock()
 
     def namespace(self, name: str) -> Mapping[str, Any] | None:

@@ -21,11 +21,15 @@ built is frozen as well before the interpreter exits, so that its last passes sk
 else changes: exit handlers, flushing and clean-up run as before.
 
 While the command runs, the collector's first pass waits for a million new objects rather than
-700 (``RUN_THRESHOLD``). A command reads the API's answers, trees of dicts and lists without a
-cycle among them, and the passes that 700 triggers walk those trees again and again as they
-grow: decoding the namespaces and SubNamespaces of 10,000 namespaces and building their forest
-took 544 ms with the default and 219 ms with this threshold, about as with no collector at all
-(222 ms; issue 29, bench/RESULTS.md). A command that truly runs long still collects.
+700 (libaccurate.network.collector, which the controller uses over its caches too). A command
+reads the API's answers, trees of dicts and lists without a cycle among them, and the passes that
+700 triggers walk those trees again and again as they grow: decoding the namespaces and
+SubNamespaces of 10,000 namespaces and building their forest took 544 ms with the default and
+219 ms with this threshold, about as with no collector at all (222 ms; issue 29,
+bench/RESULTS.md). A command that truly runs long still collects.
+
+Before click loads, ``list`` starts connecting (``kubectl_accurate.preconnect``): the handshakes'
+round trips pass while the command tree loads.
 """
 
 from __future__ import annotations
@@ -34,17 +38,18 @@ import gc
 import os
 import sys
 
-RUN_THRESHOLD = 1_000_000
+from kubectl_accurate import preconnect
 
 
 def main() -> None:
     if _answered(sys.argv[1:]):
         return
     gc.disable()
+    preconnect.start(sys.argv[1:])
     from kubectl_accurate.main import main as run
+    from libaccurate.network import collector
 
-    gc.freeze()
-    gc.set_threshold(RUN_THRESHOLD)
+    collector.hold()
     gc.enable()
     try:
         run()

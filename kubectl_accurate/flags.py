@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
-from libaccurate import __version__
+from kubectl_accurate import preconnect
+from kubectl_accurate.preconnect import USER_AGENT
 
 # The adapter is imported when a command connects: a command that only parses its command line
 # (--help, --version, completion) then loads nothing of it (issue 18).
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 _STORE = "accurate.connection"
 CACHE_DIR = "cache_dir"
-USER_AGENT = f"kubectl-accurate/{__version__}"
 
 
 class _Flag(NamedTuple):
@@ -150,6 +150,9 @@ def cache_dir(ctx: click.Context) -> str | None:
 
 
 def connect(ctx: click.Context) -> Kube:
+    """The client for the command's connection flags; the one the entry point started
+    connecting before click loaded, when it started one for these flags."""
     from libaccurate.network.kube import Kube
 
-    return Kube.connect(connection_options(ctx), user_agent=USER_AGENT)
+    options = connection_options(ctx)
+    return preconnect.taken(options) or Kube.connect(options, user_agent=USER_AGENT)

@@ -29,6 +29,13 @@ from libaccurate.network.kube import Kube
 from libaccurate.report import billing_keys, flat_header, rows
 
 FORMATS = ("table", "csv", "json")
+# A partial view cannot tell a namespace that is gone from one it may not see, so replacing a
+# tree's rows from it would delete rows of namespaces it leaves out (docs/plugin.md).
+PARTIAL_WRITE = (
+    "report --to replaces the stored rows of whole trees, and you may not list namespaces: "
+    "rows of namespaces your view leaves out would be deleted, so nothing was written; "
+    "ask an administrator to write the table, or take your rows with -o csv or -o json"
+)
 
 
 @command(
@@ -73,7 +80,8 @@ def report(
     With --to and --table, the rows replace those of the same trees in that table, in one
     transaction, with a run id and the time of the run. Without the right to list namespaces:
     the rows of ROOT's tree, else of the tree the current namespace is in, as far as you may
-    read it (the namespaces list shows).
+    read it (the namespaces list shows); --to is then refused, as such a view cannot say which
+    stored rows are stale.
     """
     if bool(database) != bool(table):
         raise click.UsageError("--to and --table go together")
@@ -84,6 +92,8 @@ def report(
     if top is not None and namespaces.forest.root_of(top) != top:
         known = top in namespaces.forest
         raise CliError(f"{top} is not a root namespace" if known else f"namespace {top} not found")
+    if database and not namespaces.complete:
+        raise CliError(PARTIAL_WRITE)
     keys = billing_keys(patterns or _label_keys(kube, accurate_namespace), namespaces.items)
     found = rows(namespaces.items, keys, top)
     if database and table:

@@ -33,6 +33,7 @@ from libaccurate.cloning import copied_from
 from libaccurate.config import Config, GroupVersionKind
 from libaccurate.constants import CREATED_BY_VALUE, LABEL_CREATED_BY, LABEL_PARENT
 from libaccurate.forest import Forest, Node, Problem
+from libaccurate.index import ByNamespace, Index
 from libaccurate.inheritance import Metadata, desired_metadata, labels_after, needs_write
 from libaccurate.lifecycle import plan_lifecycle, status_differs, status_for
 from libaccurate.propagation import plan_kind
@@ -75,10 +76,12 @@ class Snapshot:
     annotations. ``owners`` (by uid) are the controllers of watched objects, needed only when
     ``propagate_generated`` is on.
 
-    ``forest`` is the forest of ``namespaces`` when the caller keeps one current (it is
-    built otherwise; the plan never changes it). ``scope`` asks for the part of the plan about
-    these namespaces only (see ``affected``), at a cost that follows their number rather than
-    the cluster's: a controller that knows what changed since its last pass plans just that.
+    ``forest`` is the forest of ``namespaces`` and ``index`` the index of the lists when the
+    caller keeps them current (they are built otherwise; the plan never changes them): with
+    an index, the planner reads it rather than the lists. ``scope`` asks for the part of the
+    plan about these namespaces only (see ``affected``), at a cost that follows their number
+    rather than the cluster's: a controller that knows what changed since its last pass plans
+    just that.
 
     ``hrqs`` are the HierarchicalResourceQuotas and ``hrq_quotas`` the ResourceQuotas kept for
     them (full, with status): a namespace below an HRQ gets no copy until its ResourceQuota
@@ -93,6 +96,7 @@ class Snapshot:
     owners: Mapping[str, Object] = field(default_factory=dict)
     propagate_generated: bool = False
     forest: Forest | None = None
+    index: Index | None = None
     scope: frozenset[str] | None = None
     hrqs: Sequence[Object] = ()
     hrq_quotas: Sequence[Object] = ()
@@ -121,7 +125,8 @@ class Plan:
     a step for a namespace fails, the pass reports Ready=False instead (closing.py).
     ``problems`` lists the namespaces in a cycle or under a missing reference, which get
     nothing until an operator fixes them. ``subnamespaces`` are the snapshot's, by key.
-    ``label_problems`` says, by namespace, which of its tree labels cannot be written and why.
+    ``namespaces`` are the snapshot's namespaces, by name. ``label_problems`` says, by
+    namespace, which of its tree labels cannot be written and why.
     ``scope`` is the snapshot's: when set, the steps, statuses and problems are those about
     these namespaces (a SubNamespace is about the namespace it names), exactly as the whole
     plan has them, and ``beyond_scope`` says whether planning them met writes due elsewhere
@@ -139,6 +144,7 @@ class Plan:
     beyond_scope: bool = False
     waiting: Mapping[str, str] = field(default_factory=dict)
     forest: Forest | None = None
+    namespaces: Mapping[str, Object] = field(default_factory=dict)
 
     @property
     def actions(self) -> tuple[Action, ...]:
@@ -172,24 +178,20 @@ def plan(snapshot: Snapshot) -> Plan:
     """Everything that must change for the cluster to match what Accurate keeps true."""
     config = snapshot.config
     scope = snapshot.scope
-    namespaces = {ns["metadata"]["name"]: ns for ns in snapshot.namespaces}
-    subnamespaces = {
-        (sub["metadata"]["namespace"], sub["metadata"]["name"]): sub
-        for sub in snapshot.subnamespaces
-    }
+    index = snapshot.index
+    if index is None:
+        index = Index.of(snapshot.namespaces, snapshot.subnamespaces, snapshot.objects)
+    namespaces, subnamespaces = index.namespaces, index.subnamespaces
     current = snapshot.forest
     if current is None:
         current = Forest.build(namespaces.values())
     within = None
+    judged: Iterable[Object] = subnamespaces.values()
     if scope is not None:
-        seeds = scope | _upstreams(snapshot.objects, scope)
-        within = _relevant(current, subnamespaces, seeds)
-    judged = (
-        subnamespaces
-        if within is None
-        else {key: sub for key, sub in subnamespaces.items() if key[1] in within}
-    )
-    lifecycle = plan_lifecycle(current, namespaces, judged.values())
+        seeds = scope | _upstreams(index.objects, scope)
+        within = _relevant(current, index.naming, seeds)
+        judged = [sub for name in within for sub in index.naming.get(name, {}).values()]
+    lifecycle = plan_lifecycle(current, namespaces, judged)
     forest = _future_forest(current, lifecycle.created, lifecycle.deleted)
     metadata = desired_metadata(forest, namespaces, subnamespaces, config, within)
     actions: list[Action] = list(lifecycle.actions)
@@ -198,7 +200,7 @@ def plan(snapshot: Snapshot) -> Plan:
     labels = _future_labels(forest, namespaces, metadata)
     copies: list[Action] = []
     for gvk in config.watches:
-        objects = snapshot.objects.get(gvk, ())
+        objects = index.objects.get(gvk, {})
         copies.extend(plan_kind(gvk, objects, forest, config, owners, labels, within))
     targets = {a.namespace for a in copies} | {v.name for v in lifecycle.verdicts}
     waiting = awaiting(forest, snapshot.hrqs, snapshot.hrq_quotas, targets)
@@ -230,6 +232,7 @@ def plan(snapshot: Snapshot) -> Plan:
         beyond_scope,
         waiting,
         forest,
+        namespaces,
     )
 
 
@@ -266,35 +269,31 @@ def about(action: Action) -> str:
 
 
 def _upstreams(
-    objects: Mapping[GroupVersionKind, Sequence[Object]], scope: frozenset[str]
+    objects: Mapping[GroupVersionKind, ByNamespace], scope: frozenset[str]
 ) -> frozenset[str]:
     """The namespaces the copies in ``scope`` say they were copied from: a stale copy is
     deleted in the name of the top of its chain, which the walk finds from there."""
     found = set()
-    for items in objects.values():
-        for obj in items:
-            if (obj.get("metadata") or {}).get("namespace") in scope:
+    for by_namespace in objects.values():
+        for namespace in scope:
+            for obj in by_namespace.get(namespace, {}).values():
                 upstream = copied_from(obj)
                 if upstream is not None:
                     found.add(upstream)
     return frozenset(found)
 
 
-def _relevant(
-    forest: Forest, subnamespaces: Mapping[tuple[str, str], Object], seeds: frozenset[str]
-) -> frozenset[str]:
+def _relevant(forest: Forest, naming: ByNamespace, seeds: frozenset[str]) -> frozenset[str]:
     """What the plan for ``seeds`` must look at: the chains they inherit through, and the
-    SubNamespaces naming any of those with their parents' chains, since whether such a
-    namespace gets created or is being deleted decides what flows down."""
-    parents: dict[str, list[str]] = {}
-    for parent, name in subnamespaces:
-        parents.setdefault(name, []).append(parent)
+    SubNamespaces naming any of those (``naming``, by the namespace named) with their
+    parents' chains, since whether such a namespace gets created or is being deleted decides
+    what flows down."""
     found: frozenset[str] = frozenset()
     pending: set[str] = set(seeds)
     while pending:
         added = forest.upward(pending) - found
         found |= added
-        pending = {parent for name in added for parent in parents.get(name, ())} - found
+        pending = {parent for name in added for parent in naming.get(name, ())} - found
     return found
 
 
@@ -372,22 +371,25 @@ def _namespace_writes(
 def _stage(action: Action) -> int:
     """The phase an action belongs to; phases run in this order.
 
-    Namespaces exist before anything goes into them; Roles are written before the
-    RoleBindings that reference them (the API checks a binding against its role); copies are
-    deleted only after all creations, so that a name moving between namespaces never leaves a
-    gap; a namespace is deleted before its SubNamespace lets go; statuses and events come
-    last, when it is known what failed.
+    A deleted SubNamespace is let go first (its namespace deleted, then its finalizer
+    removed), before the rest of the work the change brings: a script that deletes or moves
+    one (``sub move``) checks at once that it is gone, while the copies into the moved
+    namespace may take long. Namespaces exist before anything goes into them; Roles are
+    written before the RoleBindings that reference them (the API checks a binding against its
+    role); copies are deleted only after all creations, so that a name moving between
+    namespaces never leaves a gap; statuses and events come last, when it is known what
+    failed.
     """
-    if isinstance(action, (AddFinalizer, CreateNamespace, ApplyNamespaceMetadata, AnnotateObject)):
+    if isinstance(action, DeleteNamespace):
         return 0
+    if isinstance(action, RemoveFinalizer):
+        return 1
+    if isinstance(action, (AddFinalizer, CreateNamespace, ApplyNamespaceMetadata, AnnotateObject)):
+        return 2
     if isinstance(action, (CreateObject, ReplaceObject)):
         ref = action.ref
-        return 2 if ref.kind == "RoleBinding" and ref.api_version.startswith(RBAC_GROUP) else 1
+        return 4 if ref.kind == "RoleBinding" and ref.api_version.startswith(RBAC_GROUP) else 3
     if isinstance(action, DeleteObject):
-        return 3
-    if isinstance(action, DeleteNamespace):
-        return 4
-    if isinstance(action, RemoveFinalizer):
         return 5
     return FINAL_STAGE
 

@@ -8,7 +8,7 @@ level and retargeted for each sibling, which keeps a pass over thousands of name
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ from libaccurate.constants import (
     PROPAGATE_UPDATE,
 )
 from libaccurate.forest import Forest
+from libaccurate.index import ByNamespace
 from libaccurate.selection import EVERYWHERE, REASON_BAD_EXCEPTION, Selection, selection_of
 
 Object = Mapping[str, Any]
@@ -67,7 +68,7 @@ def _metadata(obj: Object) -> Mapping[str, Any]:
 
 def plan_kind(
     gvk: GroupVersionKind,
-    objects: Iterable[Object],
+    objects: ByNamespace,
     forest: Forest,
     config: Config,
     owners: Mapping[str, Object] | None = None,
@@ -76,6 +77,7 @@ def plan_kind(
 ) -> list[Action]:
     """Actions for one kind over a forest describing the namespaces after this pass.
 
+    ``objects`` are the kind's objects by namespace, then name (libaccurate.index).
     ``owners`` (by uid) turns on propagate-generated: controlled objects are annotated with
     their owner's verdict and, in the same pass, propagated as sources. ``labels`` gives a
     namespace's labels as they will be after this pass, which propagate-select matches
@@ -83,7 +85,7 @@ def plan_kind(
     namespaces.
     """
     walk = _Walk(gvk, config, forest, labels or (lambda name: forest.nodes[name].labels))
-    by_namespace = _index(gvk, objects, forest if within is None else within)
+    by_namespace = _index(gvk, objects, forest, within)
     if owners is not None:
         _mark_generated(walk, by_namespace, owners)
     for name in forest.top_down(within):
@@ -100,22 +102,27 @@ def plan_kind(
     return walk.actions
 
 
-def _index(gvk: GroupVersionKind, objects: Iterable[Object], where: Container[str]) -> dict:
-    """Objects by namespace and name, of the namespaces ``where`` holds, each with its
-    apiVersion and kind filled in.
+def _index(
+    gvk: GroupVersionKind, objects: ByNamespace, forest: Forest, within: frozenset[str] | None
+) -> dict[str, dict[str, Object]]:
+    """The objects of the namespaces the walk visits (``within``, else the forest's), in
+    mappings of the walk's own, each with its apiVersion and kind filled in.
 
     List responses of the API do not always repeat them on items, and a clone needs them.
     """
+    names = within if within is not None else [name for name in objects if name in forest]
     index: dict[str, dict[str, Object]] = {}
-    for obj in objects:
-        metadata = _metadata(obj)
-        namespace = metadata.get("namespace", "")
-        if namespace not in where:
-            continue
-        if obj.get("apiVersion") != gvk.api_version or obj.get("kind") != gvk.kind:
-            obj = {**obj, "apiVersion": gvk.api_version, "kind": gvk.kind}
-        index.setdefault(namespace, {})[metadata.get("name", "")] = obj
+    for namespace in names:
+        found = objects.get(namespace)
+        if found:
+            index[namespace] = {name: _typed(gvk, obj) for name, obj in found.items()}
     return index
+
+
+def _typed(gvk: GroupVersionKind, obj: Object) -> Object:
+    if obj.get("apiVersion") == gvk.api_version and obj.get("kind") == gvk.kind:
+        return obj
+    return {**obj, "apiVersion": gvk.api_version, "kind": gvk.kind}
 
 
 def _sources(objects: Mapping[str, Object]) -> dict[str, Object]:

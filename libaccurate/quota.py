@@ -151,8 +151,7 @@ def desired_quota(hrq: Hrq, namespace: str) -> dict[str, Any]:
     every refusal for going over comes from the webhook, with the numbers of the whole tree
     (a namespace-local ``exceeded quota`` would show what one namespace uses, not the tree).
     """
-    hard = {r: str(max(q, COUNTING_ONLY, key=lambda x: x.value)) for r, q in hrq.hard.items()}
-    spec: dict[str, Any] = {"hard": dict(sorted(hard.items()))}
+    spec: dict[str, Any] = {"hard": dict(sorted(_counting_hard(hrq).items()))}
     if hrq.scope_selector:
         spec["scopeSelector"] = hrq.scope_selector
     return {
@@ -488,7 +487,10 @@ class QuotaPlan:
     ``create`` and ``replace`` hold ResourceQuotas (``replace`` with the current
     resourceVersion in the object); ``delete`` holds (namespace, name, uid) of ResourceQuotas
     kept for HRQs, or for namespaces, that are gone; ``statuses`` the HRQs whose status
-    differs, with the status they should have; ``problems`` the HRQs that cannot be used.
+    differs, with the status they should have; ``problems`` the HRQs that cannot be used;
+    ``subtrees`` the namespaces each planned HRQ limits now (none for one that is gone or
+    cannot be used), which a later plan of part of the cluster needs to find it again
+    (libaccurate.quotascope).
     """
 
     create: tuple[dict[str, Any], ...] = ()
@@ -496,6 +498,13 @@ class QuotaPlan:
     delete: tuple[tuple[str, str, str | None], ...] = ()
     statuses: tuple[tuple[Object, HrqStatus], ...] = ()
     problems: Mapping[QuotaKey, str] = field(default_factory=dict)
+    subtrees: Mapping[QuotaKey, tuple[str, ...]] = field(default_factory=dict)
+
+
+class Lookup(Protocol):
+    """Objects by (namespace, name): a dict, or a view of the controller's cache."""
+
+    def get(self, key: QuotaKey, /) -> Object | None: ...
 
 
 def desired_quotas(forest: Forest, hrqs: Iterable[Hrq]) -> dict[QuotaKey, dict[str, Any]]:
@@ -533,22 +542,20 @@ def awaiting(
 
     Until it counts, a write there would not be charged to the HRQ, so nothing may give anyone
     rights there: the planner holds back copies into these namespaces. An HRQ whose spec
-    cannot be used holds nothing (it is not enforced at all, and its status says so).
+    cannot be used holds nothing (it is not enforced at all, and its status says so). Only the
+    HRQs on the chains of ``namespaces`` are parsed, and only their ResourceQuotas looked at:
+    a pass of a few namespaces pays for those, not for every HRQ of the cluster.
     """
-    hrqs, _ = read_hrqs(hrq_objects)
+    # Nothing can be created in a terminating namespace, and it gets no ResourceQuota.
+    targets = {n for n in namespaces if n in forest and not forest.nodes[n].terminating}
+    chains = {name for n in targets for name in (n, *forest.ancestors(n))}
+    hrqs, _ = read_hrqs(o for o in hrq_objects if _key(o)[0] in chains)
     if not hrqs:
         return {}
-    held = {
-        (q["metadata"]["namespace"], q["metadata"]["name"]): q
-        for q in quotas
-        if hrq_of_quota(q) is not None
-    }
+    held = held_quotas(q for q in quotas if _key(q)[0] in targets)
     index = by_namespace(hrqs)
     found = {}
-    for namespace in namespaces:
-        # Nothing can be created in a terminating namespace, and it gets no ResourceQuota.
-        if namespace not in forest or forest.nodes[namespace].terminating:
-            continue
+    for namespace in sorted(targets):
         missing = []
         for hrq in covering(forest, hrqs, namespace, index):
             if not counting(held.get((namespace, quota_name(hrq.key))) or {}, hrq):
@@ -561,55 +568,123 @@ def awaiting(
     return found
 
 
+def held_quotas(quotas: Iterable[Object]) -> dict[QuotaKey, Object]:
+    """The ResourceQuotas among ``quotas`` that the controller keeps for an HRQ (those with
+    its HRQ label and annotation), by namespace and name; one of the right name without them
+    is someone else's and is left alone."""
+    return {_key(q): q for q in quotas if hrq_of_quota(q) is not None}
+
+
 def plan_quotas(
     forest: Forest, hrq_objects: Sequence[Object], quotas: Sequence[Object]
 ) -> QuotaPlan:
-    """The writes that settle the HRQs' ResourceQuotas and statuses.
+    """The writes that settle every HRQ's ResourceQuotas and status: a plan of everything.
 
-    ``quotas`` are the ResourceQuotas the controller keeps (those with its HRQ label); one of
-    the right name without that label is someone else's and is left alone. A namespace being
-    deleted gets no new ResourceQuota, but what it still uses counts until it is gone.
-    """
+    ``quotas`` are the ResourceQuotas the controller keeps (those with its HRQ label)."""
     hrqs, problems = read_hrqs(hrq_objects)
-    wanted = desired_quotas(forest, hrqs)
-    held = {
-        (q["metadata"]["namespace"], q["metadata"]["name"]): q
-        for q in quotas
-        if hrq_of_quota(q) is not None
-    }
-    create, replace = [], []
-    for key, quota in sorted(wanted.items()):
-        current = held.get(key)
-        node = forest.get(key[0])
-        if current is None:
-            if node is not None and not node.terminating:
-                create.append(quota)
-        elif _differs(current, quota):
-            version = (current.get("metadata") or {}).get("resourceVersion")
-            metadata = {**quota["metadata"], "resourceVersion": version}
-            replace.append({**quota, "metadata": metadata})
-    delete = tuple(
-        (key[0], key[1], (held[key].get("metadata") or {}).get("uid"))
-        for key in sorted(held.keys() - wanted.keys())
-    )
-    usage = usage_of(q for key, q in held.items() if key in wanted)
-    statuses = []
-    by_key = {_key(obj): obj for obj in hrq_objects}
-    for key, problem in sorted(problems.items()):
-        invalid = invalid_status(problem)
-        if status_differs(by_key[key], invalid):
-            statuses.append((by_key[key], invalid))
-    for hrq in hrqs:
-        uncounted = [
-            namespace
-            for namespace in subtree(forest, hrq)
-            if not counting(held.get((namespace, quota_name(hrq.key))) or {}, hrq)
-        ]
+    held = held_quotas(quotas)
+    objects = {_key(obj): obj for obj in hrq_objects}
+    return plan_hrqs(forest, HrqIndex(hrqs), objects, problems, held, objects, held)
+
+
+def plan_hrqs(
+    forest: Forest,
+    hrqs: HrqIndex,
+    objects: Lookup,
+    problems: Mapping[QuotaKey, str],
+    held: Lookup,
+    planned: Iterable[QuotaKey],
+    former: Iterable[QuotaKey],
+) -> QuotaPlan:
+    """The writes that settle the ResourceQuotas and statuses of the HRQs ``planned`` (by
+    namespace and name), at a cost of their subtrees, not of the cluster.
+
+    ``hrqs`` are every usable HRQ (those above a planned one may bind it), ``objects`` the
+    HRQ objects as cached and ``problems`` why the others cannot be used; ``held`` the
+    ResourceQuotas the controller keeps; ``former`` those of them that may no longer be wanted
+    (a planned HRQ's, in the namespaces its subtree held before): those not wanted now are
+    deleted. A namespace being deleted gets no new ResourceQuota, but what it still uses
+    counts until it is gone.
+    """
+    usage = _HeldUsage(held)
+    create, replace, statuses = [], [], []
+    subtrees: dict[QuotaKey, tuple[str, ...]] = {}
+    wanted: set[QuotaKey] = set()
+    for key in sorted(set(planned)):
+        hrq = next((h for h in hrqs.in_namespace(key[0]) if h.name == key[1]), None)
+        obj = objects.get(key)
+        if hrq is None:
+            subtrees[key] = ()
+            invalid = invalid_status(problems[key]) if key in problems else None
+            if obj is not None and invalid is not None and status_differs(obj, invalid):
+                statuses.append((obj, invalid))
+            continue
+        subtrees[key] = subtree(forest, hrq)
+        name, hard = quota_name(key), _counting_hard(hrq)
+        uncounted = []
+        for namespace in subtrees[key]:
+            wanted.add((namespace, name))
+            current = held.get((namespace, name))
+            node = forest.get(namespace)
+            if current is None:
+                if node is not None and not node.terminating:
+                    create.append(desired_quota(hrq, namespace))
+            elif _differs(current, hrq, hard):
+                version = (current.get("metadata") or {}).get("resourceVersion")
+                wanted_quota = desired_quota(hrq, namespace)
+                metadata = {**wanted_quota["metadata"], "resourceVersion": version}
+                replace.append({**wanted_quota, "metadata": metadata})
+            if not counting(current or {}, hrq):
+                uncounted.append(namespace)
         status = hrq_status(forest, hrqs, hrq, usage, uncounted)
-        obj = by_key[hrq.key]
-        if status_differs(obj, status):
+        if obj is not None and status_differs(obj, status):
             statuses.append((obj, status))
-    return QuotaPlan(tuple(create), tuple(replace), delete, tuple(statuses), problems)
+    delete = tuple(
+        (key[0], key[1], (quota.get("metadata") or {}).get("uid"))
+        for key in sorted(set(former) - wanted)
+        if (quota := held.get(key)) is not None
+    )
+    invalid_first = sorted(statuses, key=lambda pair: _key(pair[0]) not in problems)
+    return QuotaPlan(
+        tuple(sorted(create, key=_key)),
+        tuple(sorted(replace, key=_key)),
+        delete,
+        tuple(invalid_first),
+        problems,
+        subtrees,
+    )
+
+
+def missing_quotas(
+    forest: Forest, hrqs: HrqIndex, held: Lookup, namespaces: Iterable[str]
+) -> list[dict[str, Any]]:
+    """The ResourceQuotas ``namespaces`` lack for the HRQs above them, as a plan of everything
+    would create them there: at a cost of their depth, for namespaces just made."""
+    found = []
+    for namespace in sorted(namespaces):
+        node = forest.get(namespace)
+        if node is None or node.terminating:
+            continue
+        for hrq in covering(forest, hrqs, namespace):
+            # An HRQ in a namespace that is gone limits nothing (``subtree``).
+            if hrq.namespace in forest and held.get((namespace, quota_name(hrq.key))) is None:
+                found.append(desired_quota(hrq, namespace))
+    return found
+
+
+class _HeldUsage:
+    """What each kept ResourceQuota's status says is used, read when first asked for: a
+    plan of a few HRQs reads only their subtrees'."""
+
+    def __init__(self, held: Lookup) -> None:
+        self._held = held
+        self._read: dict[QuotaKey, ResourceList | None] = {}
+
+    def get(self, key: QuotaKey, /) -> ResourceList | None:
+        if key not in self._read:
+            quota = self._held.get(key)
+            self._read[key] = None if quota is None else usage_of([quota]).get(key)
+        return self._read[key]
 
 
 def _key(obj: Object) -> QuotaKey:
@@ -617,23 +692,31 @@ def _key(obj: Object) -> QuotaKey:
     return (metadata.get("namespace", ""), metadata.get("name", ""))
 
 
-def _differs(current: Object, wanted: Object) -> bool:
-    """Whether a kept ResourceQuota's spec or identifying metadata is not what it should be
-    (quantities compared by value: the API server may print them differently)."""
+def _counting_hard(hrq: Hrq) -> dict[str, str]:
+    """The ``hard`` of the ResourceQuotas kept for ``hrq``, as ``desired_quota`` writes it."""
+    return {r: str(max(q, COUNTING_ONLY, key=lambda x: x.value)) for r, q in hrq.hard.items()}
+
+
+def _differs(current: Object, hrq: Hrq, hard: Mapping[str, str]) -> bool:
+    """Whether a kept ResourceQuota's spec or identifying metadata is not what ``hrq`` needs
+    (``hard`` from ``_counting_hard``; quantities compared by value when not as written: the
+    API server may print them differently)."""
     metadata = current.get("metadata") or {}
-    if hrq_of_quota(current) != hrq_of_quota(wanted):
+    if hrq_of_quota(current) != hrq.key:
         return True
     if (metadata.get("labels") or {}).get(LABEL_CREATED_BY) != CREATED_BY_VALUE:
         return True
-    spec, goal = current.get("spec") or {}, wanted["spec"]
-    if (spec.get("scopeSelector") or None) != goal.get("scopeSelector"):
+    spec = current.get("spec") or {}
+    if (spec.get("scopeSelector") or None) != (hrq.scope_selector or None):
         return True
+    if spec.get("hard") == hard:
+        return False
     try:
-        hard = read_resource_list(spec.get("hard"), "spec.hard")
+        found = read_resource_list(spec.get("hard"), "spec.hard")
     except QuotaError:
         return True
-    want = read_resource_list(goal["hard"], "spec.hard")
-    return {r: q.value for r, q in hard.items()} != {r: q.value for r, q in want.items()}
+    want = read_resource_list(hard, "spec.hard")
+    return {r: q.value for r, q in found.items()} != {r: q.value for r, q in want.items()}
 
 
 def applying(

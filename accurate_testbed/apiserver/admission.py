@@ -104,9 +104,14 @@ def _request_namespace(resource: Resource, operation: str, meta: dict[str, Any])
 
 
 def _options(operation: str, caller: Caller) -> dict[str, Any]:
+    """The options as the request gave them: kube-apiserver decodes them from the query and
+    passes them on as they are; the manager it takes from the User-Agent when the query names
+    none goes into managedFields only (``managerOrUserAgent`` in apiserver's
+    endpoints/handlers). So the server's own writes (the quota admission's status update,
+    kube-controller-manager's), whose clients name no manager, carry none."""
     options: dict[str, Any] = {"kind": _OPTIONS_KIND[operation], "apiVersion": "meta.k8s.io/v1"}
-    if operation != "DELETE" and caller.manager:
-        options["fieldManager"] = caller.manager
+    if operation != "DELETE" and caller.field_manager:
+        options["fieldManager"] = caller.field_manager
     if caller.dry_run:
         options["dryRun"] = ["All"]
     return options

@@ -615,6 +615,33 @@ def test_the_charge_is_a_status_update_by_the_apiserver_that_webhooks_see(
     assert seen["oldObject"]["status"]["used"] == {"secrets": "0"}
 
 
+# The options the quota writers' clients send: ``metav1.UpdateOptions{}``, no field manager.
+BARE_UPDATE_OPTIONS = {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}
+
+
+def test_the_servers_own_status_updates_name_no_field_manager_to_webhooks(
+    cluster: Cluster,
+    webhook: WebhookServer,  # noqa: F811
+) -> None:
+    """Both status writers call ``UpdateStatus(ctx, quota, metav1.UpdateOptions{})``: the quota
+    admission's loopback client (``apiserver/pkg/admission/plugin/resourcequota/
+    resource_access.go``, UpdateQuotaStatus) and the quota controller
+    (``pkg/controller/resourcequota/resource_quota_controller.go``, syncResourceQuota). The
+    update handler (``apiserver/pkg/endpoints/handlers/update.go``) hands admission the options
+    decoded from the query as they are; the manager it takes from the User-Agent when they name
+    none goes to managedFields only. So a webhook sees no ``fieldManager`` in either review."""
+    ns = quota_namespace(cluster)
+    watch_quota_status(cluster, webhook, ns)
+    make_quota(cluster, ns, {"secrets": "3"})
+    request(cluster.api_client, "POST", core(ns, "secrets"), {"metadata": {"name": "a"}})
+
+    reviews = [review["request"] for review in webhook.reviews]
+    # The controller's count of the new quota, then the loopback charge of the Secret.
+    users = {review["userInfo"]["username"] for review in reviews}
+    assert "system:apiserver" in users and len(users) == 2
+    assert [review["options"] for review in reviews] == [BARE_UPDATE_OPTIONS] * len(reviews)
+
+
 def test_a_webhook_refusing_the_status_update_fails_the_request_with_its_refusal(
     cluster: Cluster,
     webhook: WebhookServer,  # noqa: F811

@@ -23,7 +23,10 @@ from accurate_testbed.cluster import Cluster
 from accurate_testbed.kubectl import kubectl
 from accurate_testbed.objects import namespace_manifest
 from accurate_testbed.processes import free_port
+from accurate_testbed.tests.helpers import request
 from accurate_testbed.tests.webhook_server import WebhookServer, denied, patched
+
+MERGE = "application/merge-patch+json"
 
 # The label that puts a namespace in view of one test webhook.
 SCOPE = "webhook-contract.example.com/scope"
@@ -237,6 +240,32 @@ def test_a_mutating_webhooks_patch_is_stored(
     assert created.returncode == 0, created.stderr
     stored = json.loads(kubectl(kubeconfig, "get", "namespace", name, "-o", "json").stdout)
     assert stored["metadata"]["labels"]["stamped-by"] == "webhook"
+
+
+def test_the_options_name_a_field_manager_only_when_the_request_does(
+    cluster: Cluster, webhook: WebhookServer
+):
+    """The handlers (``apiserver/pkg/endpoints/handlers/{create,update,patch}.go``) hand
+    admission the options decoded from the query; the manager they take from the User-Agent
+    when the query names none (``managerOrUserAgent``) goes to managedFields only. kubectl
+    names one (``kubectl-create``); a client that names none sends none to the webhook."""
+    scope, name = cluster.unique("options"), cluster.unique("options")
+    register(cluster, "Validating", at(webhook), scope)
+    assert create_namespace(cluster, name, scope).returncode == 0
+    path = f"/api/v1/namespaces/{name}"
+    for query in ([], [("fieldManager", "labeller")]):
+        label = {"metadata": {"labels": {"step": str(len(query))}}}
+        request(cluster.api_client, "PATCH", path, label, MERGE, query)
+
+    options = [review["request"]["options"] for review in webhook.reviews]
+    bare = {"apiVersion": "meta.k8s.io/v1"}
+    assert options == [
+        {**bare, "kind": "CreateOptions", "fieldManager": "kubectl-create"},
+        {**bare, "kind": "UpdateOptions"},
+        {**bare, "kind": "UpdateOptions", "fieldManager": "labeller"},
+    ]
+    stored = request(cluster.api_client, "GET", path)["metadata"]["managedFields"]
+    assert "labeller" in {entry["manager"] for entry in stored}
 
 
 def test_a_webhook_that_is_down_refuses_requests_under_failure_policy_fail(

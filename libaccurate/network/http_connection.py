@@ -15,6 +15,7 @@ allows for the headers read here.
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -94,6 +95,8 @@ class Connection:
         self._reader: BufferedReader | None = None
         self._keep = False
         self._response: Response | None = None
+        self._opening: threading.Thread | None = None
+        self._failed: Exception | None = None
 
     @property
     def reusable(self) -> bool:
@@ -122,6 +125,7 @@ class Connection:
                 raise ValueError(f"the {name} header holds a line break")
             lines.append(f"{name}: {value}")
         head = "\r\n".join(lines).encode("latin-1") + b"\r\n\r\n"
+        self._opened()
         if self.sock is None:
             self._open(timeout)
         assert self.sock is not None and self._reader is not None
@@ -134,12 +138,39 @@ class Connection:
         return self._response
 
     def close(self) -> None:
+        if self._opening is not None:
+            self._opening.join()  # it would set a socket after this closed it
+            self._opening = self._failed = None
         sock, reader = self.sock, self._reader
         self.sock = self._reader = None
         if reader is not None:
             reader.close()
         if sock is not None:
             sock.close()
+
+    def open_ahead(self, timeout: float | None) -> None:
+        """Start connecting now, in a thread of its own (TCP, the proxy's tunnel, the TLS
+        handshake), so that the round trips pass while the caller does something else; the
+        first request waits for it, and fails as it would have failed opening it itself."""
+        self._opening = threading.Thread(target=self._open_or_keep_error, args=(timeout,))
+        self._opening.daemon = True
+        self._opening.start()
+
+    def _open_or_keep_error(self, timeout: float | None) -> None:
+        try:
+            self._open(timeout)
+        except Exception as error:  # raised by the request that takes the connection
+            self._failed = error
+
+    def _opened(self) -> None:
+        """Wait for a connection opened ahead; its failure is raised here, once."""
+        if self._opening is None:
+            return
+        self._opening.join()
+        self._opening = None
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
 
     def _open(self, timeout: float | None) -> None:
         if self._proxy is not None:

@@ -173,6 +173,12 @@ class Kube:
         self._connections.give_back(connection)
         return _decode(response.status, data)
 
+    def open_ahead(self, count: int) -> None:
+        """Start opening ``count`` connections now, each in a thread of its own, for requests
+        the caller will surely send once it is ready: their handshakes' round trips pass
+        meanwhile, and the requests take them first."""
+        self._connections.open_ahead(count, self.timeout)
+
     def get(self, path: str) -> dict[str, Any]:
         return dict(self.request("GET", path))
 
@@ -335,6 +341,9 @@ class _Connections:
         self._proxy = credentials.proxy
         self._size = size
         self._idle: list[Connection] = []
+        # Connections being opened ahead (Kube.open_ahead): taken first, unchecked, since
+        # they have carried nothing the server could have closed them after.
+        self._ahead: list[Connection] = []
         self._lock = threading.Lock()
 
     def open(self) -> Connection:
@@ -344,8 +353,17 @@ class _Connections:
         _debug("new connection to %s:%s", host, port)
         return Connection(host, port, self._authority, self._tls, self._server_name, self._proxy)
 
+    def open_ahead(self, count: int, timeout: float | None) -> None:
+        for _ in range(count):
+            connection = self.open()
+            connection.open_ahead(timeout)
+            with self._lock:
+                self._ahead.append(connection)
+
     def take(self) -> Connection:
         with self._lock:
+            if self._ahead:
+                return self._ahead.pop(0)
             while self._idle:
                 connection = self._idle.pop()
                 if not _closed_by_server(connection):

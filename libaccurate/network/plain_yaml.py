@@ -207,7 +207,10 @@ def _resolved(text: str) -> Any:
         return None
     if text in _BOOLS:
         return _BOOLS[text]
-    if text[0] not in _NUMERIC_START:
+    if text[0] not in _NUMERIC_START or text.count(".") > 1:
+        # No number or timestamp of YAML 1.1 has two dots: an address such as a
+        # ``tls-server-name: 10.0.0.1`` (what a kubeconfig for a tunnel or a slow link holds)
+        # is a string, and costs no PyYAML import.
         return text
     if text.isdigit() and (text == "0" or text[0] != "0"):
         return int(text)

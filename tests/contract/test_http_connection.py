@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
+from accurate_testbed.waiting import wait_for
 from libaccurate.network.http_connection import Connection, ProtocolError
 
 TIMEOUT = 10.0
@@ -277,3 +278,26 @@ def test_a_gzip_stream_gives_what_has_arrived_inflated_without_waiting(peer: Pee
 def test_a_compressed_body_that_is_broken_fails_as_an_os_error(peer: Peer) -> None:
     with pytest.raises(ProtocolError):
         get(peer.connection())
+
+
+@answers(OK)
+def test_a_connection_opened_ahead_is_open_before_its_first_request_and_carries_it(
+    peer: Peer,
+) -> None:
+    connection = peer.connection()
+    connection.open_ahead(TIMEOUT)
+    wait_for(lambda: connection.sock is not None, TIMEOUT, "the connection opened ahead")
+    assert get(connection) == (200, b"hello")
+    assert [accepted for accepted, _ in peer.requests] == [1]
+
+
+def test_a_connection_that_failed_to_open_ahead_fails_its_first_request_as_opening_would() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens there once the probe is closed
+    connection = Connection("127.0.0.1", port, f"127.0.0.1:{port}")
+    connection.open_ahead(TIMEOUT)
+    with pytest.raises(ConnectionRefusedError):
+        get(connection)
+    with pytest.raises(ConnectionRefusedError):  # the next request opens again, and is refused
+        get(connection)

@@ -7,6 +7,7 @@ import base64
 import re
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,9 @@ import yaml
 
 from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import Cluster
+from accurate_testbed.link import Link
+from accurate_testbed.rerouting import rerouted, server_address
+from accurate_testbed.waiting import wait_for
 from libaccurate.network.kube import (
     ApiError,
     ConnectionOptions,
@@ -314,3 +318,43 @@ def test_a_connection_the_server_closed_while_idle_is_not_used_again() -> None:
         assert closed.wait(5)
         assert kube.get("/api/v1") == {}
         server.join(5)
+
+
+class CountingLink(Link):
+    """A link that counts the connections made through it."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        super().__init__(target)
+        self.connections = 0
+
+    def accepted(self, client: socket.socket) -> None:
+        self.connections += 1
+        super().accepted(client)
+
+
+def test_requests_take_the_connections_opened_ahead_and_open_no_more(
+    kubeconfig: Path, tmp_path: Path
+) -> None:
+    with CountingLink(server_address(kubeconfig)) as link:
+        linked = rerouted(kubeconfig, tmp_path / "linked", f"https://127.0.0.1:{link.address[1]}")
+        kube = Kube.connect(ConnectionOptions(kubeconfig=str(linked)))
+        kube.open_ahead(2)
+        wait_for(lambda: link.connections == 2, 10, "two connections opened ahead")
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(kube.get, ["/api/v1", "/apis"]))
+        assert answers[0]["kind"] == "APIResourceList"
+        assert answers[1]["kind"] == "APIGroupList"
+        assert kube.get("/version")["major"]
+        assert link.connections == 2
+
+
+def test_a_server_unreachable_ahead_is_reported_by_the_request_with_its_address() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    kube = Kube.connect(ConnectionOptions(server=f"http://127.0.0.1:{port}", request_timeout="2s"))
+    kube.open_ahead(2)
+    reached = re.escape(f"cannot reach the API server at http://127.0.0.1:{port}")
+    for _ in range(3):  # the two opened ahead, then one of its own
+        with pytest.raises(KubeError, match=reached):
+            kube.get("/api/v1")

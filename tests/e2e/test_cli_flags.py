@@ -103,6 +103,16 @@ def test_connection_flags_work_before_and_after_any_subcommand(
     assert succeeded(by_flag) == drawn
 
 
+def test_a_kubeconfig_that_cannot_be_read_is_said_once(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    for args in (("list",), ("ls", "team-a"), ("list", "--no-markers")):
+        error = failed(run_plugin(*args, kubeconfig=missing))
+        assert error == (
+            f"error: no kubeconfig found (looked in {missing}) and not running in a cluster; "
+            "pass --kubeconfig or --server\n"
+        ), args
+
+
 def test_a_write_command_takes_the_flags_after_it(cluster: Cluster, tmp_path: Path) -> None:
     world = World(cluster)
     name = world.namespace("plain")

@@ -419,6 +419,28 @@ def test_an_hrq_lowered_below_usage_refuses_new_use_and_reports_the_excess(team:
     assert pods.stdout.strip() == f"pod/{scene.name('one')}"
 
 
+def test_a_resource_taken_out_of_an_hrq_leaves_its_status(team: Team) -> None:
+    """An administrator who stops limiting a resource sees it gone from the HRQ's numbers,
+    tenant and administrator alike (the controller writes the status as a merge patch, which
+    keeps whatever it does not name)."""
+    root = team.root
+    team.tree("compute", pods="3", services="2")
+    team.scene.wait(
+        lambda: set(team.status(root, "compute").get("used") or {}) == {"pods", "services"},
+        "the HRQ to show pods and services",
+    )
+    team.hrq(root, "compute", pods="3")
+    team.scene.wait(
+        lambda: (
+            team.status(root, "compute").get("hard") == {"pods": "3"}
+            and set(team.status(root, "compute").get("used") or {}) == {"pods"}
+        ),
+        "services to leave the HRQ's status",
+    )
+    shown = team.as_tenant("get", "hrq", "compute", "-n", root, "-o", "json")
+    assert json.loads(shown.stdout)["status"]["summary"] == "pods: 0/3"
+
+
 def _review(url: str, ca: trustme.CA, namespace: str) -> dict[str, Any]:
     """POST a status update of a quota kept for an HRQ, as kube-apiserver's quota admission
     sends it, straight to one replica's webhook; the review's response."""

@@ -71,6 +71,20 @@ def test_list_through_the_proxy_of_https_proxy_is_the_list_without_it(
     assert {tunnel.user for tunnel in proxy.tunnels} == {"ops"}
 
 
+def test_a_drawn_list_through_the_proxy_connects_ahead_on_as_many_tunnels_as_it_has_lists(
+    kubeconfig: Path, private: Path, proxy: ConnectProxy, tree: tuple[str, str]
+) -> None:
+    """``list ROOT`` with no flag opens its connections while the plugin loads
+    (kubectl_accurate.preconnect): its two LISTs, namespaces and SubNamespaces, go over the
+    two tunnels opened ahead, and no more are opened."""
+    root, child = tree
+    direct = succeeded(run_plugin("list", root, kubeconfig=kubeconfig))
+    assert direct.startswith(f"{root} [r]\n└── {child} [g]\n")
+    through = run_plugin("list", root, kubeconfig=private, HTTPS_PROXY=proxy.url(CREDENTIALS))
+    assert succeeded(through) == direct
+    assert [tunnel.status for tunnel in proxy.tunnels] == [200, 200]
+
+
 def test_proxy_url_wins_over_the_environment(
     kubeconfig: Path, proxy: ConnectProxy, tree: tuple[str, str], tmp_path: Path
 ) -> None:

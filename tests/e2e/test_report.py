@@ -20,7 +20,12 @@ from typing import Any
 import pytest
 
 from accurate_testbed.cluster import Cluster
-from tests.e2e.cli import World, failed, succeeded
+from accurate_testbed.waiting import wait_for
+from kubectl_accurate.reads import TREE_NOTE
+from kubectl_accurate.report import PARTIAL_WRITE
+from libaccurate.constants import LABEL_PARENT
+from libaccurate.network.kube import resource_path
+from tests.e2e.cli import World, failed, install_subnamespace_roles, run_plugin, succeeded
 
 TEAM, COST = "billing.example.com/team", "billing.example.com/cost-center"
 KEYS = ("--key", "billing.example.com/*")
@@ -103,6 +108,57 @@ def test_sqlite_rows_are_replaced_per_run_and_tree(trees: dict[str, Any], tmp_pa
     assert runs[other] == old[other]
     assert runs[root] != old[root]
     assert len({r[0] for r in second if r[2] == root}) == 1
+
+
+def _view_grant(world: World, namespace: str, user: str) -> None:
+    """``user`` may read ``namespace`` and its SubNamespaces, and nothing else there."""
+    rbac = "rbac.authorization.k8s.io"
+    world.kube.create(
+        resource_path(rbac, "v1", "rolebindings", namespace),
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "tenant-view"},
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"apiGroup": rbac, "kind": "User", "name": user}],
+        },
+    )
+
+
+def test_a_tenant_may_not_replace_stored_rows_from_a_partial_view(
+    trees: dict[str, Any], tmp_path: Path
+) -> None:
+    """A tenant's view leaves out what they may not read, here a child grafted by its parent
+    label alone that an administrator's export holds: writing the tree from that view would
+    delete its row, so the write is refused and the table stays as the administrator left it."""
+    world, root, dev, lab = trees["world"], trees["root"], trees["dev"], trees["lab"]
+    grafted = world.namespace("legacy", {LABEL_PARENT: root, TEAM: "a"})
+    database = tmp_path / "billing.db"
+    run(trees, root, *KEYS, "--to", str(database), "--table", "usage")
+    stored = _table(database)
+    assert sorted(r[1] for r in stored) == sorted([root, dev, lab, grafted])
+
+    install_subnamespace_roles(world.cluster, world.kube)
+    user = world.cluster.unique("tenant")
+    for namespace in (root, dev, lab):
+        _view_grant(world, namespace, user)
+
+    def tenant(*args: str) -> subprocess.CompletedProcess[str]:
+        config = world.cluster.kubeconfig
+        return run_plugin("report", root, *KEYS, *args, "--as", user, kubeconfig=config)
+
+    def sees_its_namespaces() -> bool:
+        printed = tenant("-o", "csv").stdout.splitlines()[1:]
+        return [line.split(",")[0] for line in printed] == [root, dev, lab]
+
+    wait_for(sees_its_namespaces, 30, "the tenant's rights to apply")
+    refused = failed(tenant("--to", str(database), "--table", "usage"))
+    assert refused == f"{TREE_NOTE}\nerror: {PARTIAL_WRITE}\n"
+    assert "nothing was written" in PARTIAL_WRITE and "-o csv" in PARTIAL_WRITE
+    assert _table(database) == stored
+    elsewhere = tmp_path / "own.db"
+    failed(tenant("--to", str(elsewhere), "--table", "usage"))
+    assert not elsewhere.exists()
 
 
 def test_a_table_of_another_shape_is_left_alone(trees: dict[str, Any], tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from controller.metrics import Metrics
 from controller.writes import Known, Writer, Written
 from libaccurate.actions import Action, CreateObject, PatchSubNamespaceStatus
 from libaccurate.network.kube import ApiError
-from libaccurate.planner import Plan, Snapshot, about, plan
+from libaccurate.planner import Plan, about, plan
 from tests.unit.planner_world import ROLE
 from tests.unit.test_planner import make_world, role
 
@@ -118,7 +118,7 @@ class Recording(Writer):
             }
 
 
-def two_new_subnamespaces() -> tuple[Plan, Snapshot]:
+def two_new_subnamespaces() -> Plan:
     """A root holding two update-mode Roles and two new SubNamespaces, ``a`` and ``b``: a plan
     that creates both namespaces, copies both Roles into each, and says each is Ready."""
     world = make_world()
@@ -126,17 +126,16 @@ def two_new_subnamespaces() -> tuple[Plan, Snapshot]:
     world.add_object(ROLE, role("root1", name="viewer", mode="update"))
     world.add_subnamespace("root1", "a")
     world.add_subnamespace("root1", "b")
-    snapshot = world.snapshot()
-    return plan(snapshot), snapshot
+    return plan(world.snapshot())
 
 
 def test_a_status_goes_out_when_its_namespace_is_done_while_others_are_still_written() -> None:
     """``b``'s copies are held: ``a`` is Ready meanwhile, each status comes after every write
     to its namespace."""
-    planned, snapshot = two_new_subnamespaces()
+    planned = two_new_subnamespaces()
     writer = Recording(held={"b"})
     applier = Applier(writer, Metrics(), 4)
-    running = threading.Thread(target=applier.apply, args=(planned, snapshot))
+    running = threading.Thread(target=applier.apply, args=(planned,))
     try:
         running.start()
         ready = wait_for(lambda: writer.statuses().get("a"), DEADLINE, "a status for a")
@@ -155,11 +154,11 @@ def test_a_status_goes_out_when_its_namespace_is_done_while_others_are_still_wri
 
 
 def test_a_namespace_whose_copy_failed_is_reported_not_ready_and_the_other_ready() -> None:
-    planned, snapshot = two_new_subnamespaces()
+    planned = two_new_subnamespaces()
     writer = Recording(failing={"a"})
     applier = Applier(writer, Metrics(), 4)
     try:
-        report = applier.apply(planned, snapshot)
+        report = applier.apply(planned)
     finally:
         applier.close()
     assert writer.statuses() == {"a": "False ApplyFailed", "b": "True Synced"}

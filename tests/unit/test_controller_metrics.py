@@ -21,20 +21,26 @@ def parsed(body: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
-def test_a_fresh_registry_exposes_the_unlabelled_series_at_zero() -> None:
+BULK = (("lane", "bulk"),)
+LANE = (("lane", "subnamespaces"),)
+
+
+def test_a_fresh_registry_exposes_the_unlabelled_series_and_both_lanes_at_zero() -> None:
     body, content_type = Metrics().exposition()
     assert content_type.startswith("text/plain; version=")
     found = samples(Metrics())
-    assert found[("accurate_reconcile_passes_total", ())] == 0
-    assert found[("accurate_reconcile_duration_seconds_count", ())] == 0
+    for lane in (BULK, LANE):
+        assert found[("accurate_reconcile_passes_total", lane)] == 0
+        assert found[("accurate_reconcile_duration_seconds_count", lane)] == 0
     assert found[("accurate_leader", ())] == 0
     assert b"# HELP accurate_actions_total" in body
 
 
 def test_every_observation_shows_up_under_its_name_and_labels() -> None:
     metrics = Metrics()
-    metrics.observe_pass(0.2)
-    metrics.observe_pass(3.0)
+    metrics.observe_pass("bulk", 0.2)
+    metrics.observe_pass("bulk", 3.0)
+    metrics.observe_pass("subnamespaces", 0.004)
     metrics.count_action("CreateCopy", "ok")
     metrics.count_action("CreateCopy", "ok")
     metrics.count_action("DeleteCopy", "error")
@@ -43,9 +49,11 @@ def test_every_observation_shows_up_under_its_name_and_labels() -> None:
     metrics.set_cache_size("ConfigMap", 10)
     metrics.set_leader(True)
     found = samples(metrics)
-    assert found[("accurate_reconcile_passes_total", ())] == 2
-    assert found[("accurate_reconcile_duration_seconds_sum", ())] == 3.2
-    assert found[("accurate_reconcile_duration_seconds_bucket", (("le", "0.25"),))] == 1
+    assert found[("accurate_reconcile_passes_total", BULK)] == 2
+    assert found[("accurate_reconcile_passes_total", LANE)] == 1
+    assert found[("accurate_reconcile_duration_seconds_sum", BULK)] == 3.2
+    assert found[("accurate_reconcile_duration_seconds_bucket", (*BULK, ("le", "0.25")))] == 1
+    assert found[("accurate_reconcile_duration_seconds_bucket", (*LANE, ("le", "0.01")))] == 1
     action = ("action", "CreateCopy")
     assert found[("accurate_actions_total", (action, ("result", "ok")))] == 2
     assert found[("accurate_actions_total", (("action", "DeleteCopy"), ("result", "error")))] == 1
@@ -58,9 +66,9 @@ def test_every_observation_shows_up_under_its_name_and_labels() -> None:
 
 def test_two_controllers_in_one_process_do_not_share_counts() -> None:
     first, second = Metrics(), Metrics()
-    first.observe_pass(1.0)
-    assert samples(first)[("accurate_reconcile_passes_total", ())] == 1
-    assert samples(second)[("accurate_reconcile_passes_total", ())] == 0
+    first.observe_pass("bulk", 1.0)
+    assert samples(first)[("accurate_reconcile_passes_total", BULK)] == 1
+    assert samples(second)[("accurate_reconcile_passes_total", BULK)] == 0
     assert not any(name.startswith("python_") for name, _ in samples(first))
 
 
@@ -75,7 +83,7 @@ def test_webhook_series_append_to_the_controllers_as_one_valid_exposition() -> N
     assert found[("accurate_webhook_requests_total", (("allowed", "true"), path))] == 1
     assert found[("accurate_webhook_requests_total", (("allowed", "false"), path))] == 1
     assert found[("accurate_webhook_duration_seconds_count", (path,))] == 2
-    assert found[("accurate_reconcile_passes_total", ())] == 0
+    assert found[("accurate_reconcile_passes_total", BULK)] == 0
 
 
 def hrq(namespace: str, name: str, hard: dict[str, str], used: dict[str, str] | None) -> dict:

@@ -119,7 +119,29 @@ contexts:
   - name: team
     context: {cluster: team, user: me}
 """
-REAL = {"kind": KIND, "gke": GKE, "eks": EKS}
+# A cluster reached through a tunnel or a forwarded port, as `kubectl config set-cluster
+# --server https://127.0.0.1:16443 --tls-server-name 10.96.0.1` writes it.
+TUNNEL = b"""apiVersion: v1
+clusters:
+- cluster:
+    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t
+    server: https://127.0.0.1:16443
+    tls-server-name: 10.96.0.1
+  name: tunnel
+contexts:
+- context:
+    cluster: tunnel
+    user: tunnel
+  name: tunnel
+current-context: tunnel
+kind: Config
+preferences: {}
+users:
+- name: tunnel
+  user:
+    token: 932793f739309013f209731289aae8bb
+"""
+REAL = {"kind": KIND, "gke": GKE, "eks": EKS, "tunnel": TUNNEL}
 
 SCALARS = st.one_of(
     st.none(),
@@ -145,6 +167,13 @@ SCALARS = st.one_of(
             "1:20",
             "1.5",
             ".5",
+            "127.0.0.1",
+            "1.2.",
+            "1..2",
+            "..5",
+            "-1.2.3",
+            "1:2.3.4",
+            "2001-12-14 21:59:43.10.5",
             "-.inf",
             ".NaN",
             "1e5",
@@ -195,6 +224,7 @@ SCALARS = st.one_of(
         ]
     ),
     st.text("ab -:#'\"0x.\\", max_size=12),
+    st.text("0123456789.:_-+eE", max_size=10),
     st.lists(st.sampled_from(["word", "longer-word", "https://example.com/a#b"]), max_size=12).map(
         " ".join
     ),

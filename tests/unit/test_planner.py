@@ -156,6 +156,24 @@ class TestLifecycle:
         assert "sub1" not in world.namespaces
         assert ("root1", "sub1") not in world.subnamespaces
 
+    def test_e2_a_moved_subnamespace_is_let_go_before_anything_else_is_sent(self):
+        """``sub move`` as the Go plugin does it: the namespace relabelled under another root,
+        then the old SubNamespace deleted. Its finalizer comes off in the first stage, before
+        the copies from the new parent, so that a script checking that it is gone finds it
+        gone while those are still being written."""
+        world = make_world()
+        world.add_namespace("root2", {LABEL_TYPE: "root"})
+        world.add_object(SECRET, secret("root2", {"k": "djE="}))
+        world.add_object(ROLE, role("root2"))
+        tree(world, ("root1", "sub1"))
+        world.label_by_hand("sub1", LABEL_PARENT, "root2")
+        world.subnamespaces[("root1", "sub1")]["metadata"]["deletionTimestamp"] = "now"
+        first, *rest = plan(world.snapshot()).stages()
+        assert [type(step.action) for step in first] == [RemoveFinalizer]
+        copies = [s.action for stage in rest for s in stage if isinstance(s.action, CreateObject)]
+        assert {copy.namespace for copy in copies} == {"sub1"}
+        assert len(copies) == 2
+
     def test_e3_a_conflicting_namespace_is_never_touched(self):
         world = make_world()
         world.add_namespace("sub1", {"mine": "yes"})

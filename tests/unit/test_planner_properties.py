@@ -33,6 +33,7 @@ from libaccurate.constants import (
     PROPAGATE_UPDATE,
 )
 from libaccurate.forest import Forest
+from libaccurate.index import NAMESPACES, SUBNAMESPACES, Index, Indexes, Kind
 from libaccurate.ownership import owned_keys, updated_by_go_controller
 from libaccurate.planner import Plan, Snapshot, about, affected, plan
 from tests.unit.planner_world import ROLE, SECRET, World, settle
@@ -319,6 +320,97 @@ def test_planning_only_what_changed_settles_a_disturbed_cluster(world, data):
     world.apply(plan(_scoped(snapshot, affected(Forest.build(snapshot.namespaces), changed))))
     assert world.failures == []
     assert plan(world.snapshot()).changes() == ()
+
+
+def _state(world: World) -> dict[Kind, dict[tuple[str, str], Any]]:
+    """Every object of the world by kind and (namespace, name), as a watch would see it."""
+    snapshot = world.snapshot()
+    state: dict[Kind, dict[tuple[str, str], Any]] = {
+        NAMESPACES: {("", ns["metadata"]["name"]): ns for ns in snapshot.namespaces},
+        SUBNAMESPACES: {
+            (sub["metadata"]["namespace"], sub["metadata"]["name"]): sub
+            for sub in snapshot.subnamespaces
+        },
+    }
+    for gvk, items in snapshot.objects.items():
+        state[gvk] = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in items}
+    return state
+
+
+def _watch(kept: Indexes, before: dict, after: dict) -> set[str]:
+    """Feed ``kept`` the events between two states, one object at a time, as the cache does;
+    the namespaces they are about (controller.passes.namespaces_of)."""
+    changed: set[str] = set()
+    for kind, objects in after.items():
+        earlier = before.get(kind, {})
+        for key in earlier.keys() - objects.keys():
+            kept.forget(kind, *key)
+        for key, obj in objects.items():
+            if earlier.get(key) != obj:
+                kept.put(kind, obj)
+        moved = {k for k in earlier.keys() | objects.keys() if earlier.get(k) != objects.get(k)}
+        changed.update(key[1] if kind in (NAMESPACES, SUBNAMESPACES) else key[0] for key in moved)
+    return changed
+
+
+def _seen(planned: Plan) -> tuple[Any, ...]:
+    """What a plan says, but for its forest (a working copy that has no equality)."""
+    return (
+        _steps(planned),
+        planned.statuses,
+        planned.problems,
+        planned.label_problems,
+        planned.beyond_scope,
+        planned.waiting,
+        dict(planned.subnamespaces),
+        dict(planned.namespaces),
+    )
+
+
+@PROPERTY_SETTINGS
+@given(worlds(), st.data())
+def test_an_index_kept_one_event_at_a_time_plans_as_the_lists_do(world, data):
+    """The controller keeps the planner's index from watch events rather than building it
+    each pass: after any mix of its own passes and a user's changes, that index is the
+    snapshot's, and plans made with it (of everything, or of what changed) are the ones the
+    lists give."""
+    kept = Indexes()
+    state = _state(world)
+    for kind, objects in state.items():
+        kept.reset(kind, objects.values())
+    for _ in range(data.draw(st.integers(1, 3))):
+        if data.draw(st.booleans()):
+            world.apply(plan(world.snapshot()))
+        else:
+            _disturb(world, data)
+        state, before = _state(world), state
+        changed = _watch(kept, before, state)
+        snapshot = world.snapshot()
+        index = kept.index()
+        assert index == Index.of(snapshot.namespaces, snapshot.subnamespaces, snapshot.objects)
+        for scope in (None, affected(Forest.build(snapshot.namespaces), changed)):
+            listed = dataclasses.replace(_scoped(snapshot, scope or ()), scope=scope)
+            indexed = dataclasses.replace(listed, index=index)
+            assert _seen(plan(indexed)) == _seen(plan(listed))
+
+
+def _disturb(world: World, data: Any) -> None:
+    """A user's change: a copy deleted, a source edited, a label set by hand, a SubNamespace
+    deleted or made."""
+    copies = [key for key, obj in world.objects.items() if copied_from(obj) is not None]
+    if copies and data.draw(st.booleans()):
+        del world.objects[data.draw(st.sampled_from(copies))]
+    sources = [key for key, obj in world.objects.items() if propagate_mode(obj) is not None]
+    if sources and data.draw(st.booleans()):
+        world.objects[data.draw(st.sampled_from(sources))]["data"] = {"9": "9"}
+    names = sorted(world.namespaces)
+    if data.draw(st.booleans()):
+        world.label_by_hand(data.draw(st.sampled_from(names)), "team", "9")
+    if world.subnamespaces and data.draw(st.booleans()):
+        sub = world.subnamespaces[data.draw(st.sampled_from(sorted(world.subnamespaces)))]
+        sub["metadata"]["deletionTimestamp"] = "2024-01-04T00:00:00Z"
+    if data.draw(st.booleans()):
+        world.add_subnamespace(data.draw(st.sampled_from(names)), "n3")
 
 
 def test_the_simulator_records_ownership_like_the_server():
