@@ -38,6 +38,7 @@ from controller.webhook import (
     VALIDATE_SUBNAMESPACE_PATH,
 )
 from kubectl_accurate.flags import USER_AGENT as CLI_AGENT
+from libaccurate import subnamespaces
 from libaccurate.constants import (
     FINALIZER,
     GROUP,
@@ -45,6 +46,7 @@ from libaccurate.constants import (
     LABEL_TYPE,
     SUBNAMESPACE_PLURAL,
 )
+from libaccurate.lifecycle import REASON_SYNCED, ready_reason
 from libaccurate.network.kube import Kube, resource_path
 
 CONVERGE_TIMEOUT = 600.0
@@ -343,9 +345,9 @@ def _converge(target: Target, sizes: Sizes, flags: Sequence[str]) -> list[Row]:
     trees = population.forest(target, roots, sizes.converge_namespaces, subnamespaces=True)
     kube = target.kube()
     per_root = max(1, sizes.converge_sources // roots)
-    sources = [
-        (root, index, _SOURCE_KINDS[index % 2]) for root in trees for index in range(per_root)
-    ]
+    # The kinds alternate over all sources, not within each root: 100 of each for 200.
+    placed = [(root, index) for root in trees for index in range(per_root)]
+    sources = [(root, index, _SOURCE_KINDS[n % 2]) for n, (root, index) in enumerate(placed)]
     population.in_parallel(
         lambda root, index, plural: kube.create(
             resource_path("", "v1", plural, root), _source(root, index, plural)
@@ -369,6 +371,8 @@ def _converge(target: Target, sizes: Sizes, flags: Sequence[str]) -> list[Row]:
             CONVERGE_TIMEOUT,
         )
     present = time.monotonic() - started
+    watch_until(kube, subnamespaces.path(), _synced, below, CONVERGE_TIMEOUT)
+    ready = time.monotonic() - started
     _settle(running)
     quiet = time.monotonic() - started
     paths = target.write_paths(controller.AGENT)
@@ -380,6 +384,7 @@ def _converge(target: Target, sizes: Sizes, flags: Sequence[str]) -> list[Row]:
     name = f"8 converge, {scale}, {limit}"
     rows = [
         Row(name, "start to every copy present", seconds(present), GO_CONVERGE),
+        Row(name, "start to every SubNamespace Ready", seconds(ready)),
         Row(name, "start to quiet (3 s without a log line)", seconds(quiet)),
         Row(
             name,
@@ -400,6 +405,11 @@ def _converge(target: Target, sizes: Sizes, flags: Sequence[str]) -> list[Row]:
 
 # The kinds the converge sources are of, alternately; both are watched (bench.controller).
 _SOURCE_KINDS = ("secrets", "configmaps")
+
+
+def _synced(sub: Mapping[str, Any]) -> bool:
+    """Whether a SubNamespace says Ready: its namespace has all it should."""
+    return ready_reason(sub) == REASON_SYNCED
 
 
 def _source(root: str, index: int, plural: str) -> dict[str, Any]:

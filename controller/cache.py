@@ -12,7 +12,11 @@ memory stays bounded by what propagates. The namespace forest the admission webh
 and the planner's indexes (libaccurate.index), are kept current with every event, so that
 neither a review nor a pass about a few namespaces pays for the cluster's size.
 What changed is handed to whoever follows it (a ``Feed``): each change goes to the one feed
-that follows its kind, so that the reconcile loop's lanes each see their own.
+that follows its kind, so that the reconcile loop's lanes each see their own; but a SubNamespace
+that changed only in its status goes to the feed of every other kind, the bulk lane's. Statuses
+are written by the controller itself (a tenant cannot), a namespace's as soon as its writes in a
+pass are done, so during a long pass they come by the thousand, and the SubNamespace lane would
+plan each one's namespace only to leave it to the bulk pass writing there.
 """
 
 from __future__ import annotations
@@ -195,6 +199,21 @@ def mirrored(watched: Iterable[WatchedResource], propagate_generated: bool) -> l
 def _key(obj: Mapping[str, Any]) -> Key:
     metadata = obj.get("metadata") or {}
     return (metadata.get("namespace") or "", metadata.get("name") or "")
+
+
+def _status_only(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> bool:
+    """Whether an object changed in its status alone: a write to the status subresource."""
+    return before is not None and _sans_status(before) == _sans_status(after)
+
+
+def _sans_status(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj`` less its status and what every write changes (resourceVersion, managedFields)."""
+    metadata = {
+        key: value
+        for key, value in (obj.get("metadata") or {}).items()
+        if key not in ("resourceVersion", "managedFields")
+    }
+    return {**{key: value for key, value in obj.items() if key != "status"}, "metadata": metadata}
 
 
 def _version(obj: Mapping[str, Any]) -> str:
@@ -427,7 +446,8 @@ class Cache:
                         self._forest.upsert(node_from_object(kept))
                     if resource in self._indexed:
                         self._indexes.put(self._indexed[resource], kept)
-                    self._bump(resource, {_key(kept)})
+                    status = resource == SUBNAMESPACES and _status_only(found, kept)
+                    self._bump(resource, {_key(kept)}, to_all=status)
                     return version
             elif kind == "DELETED" and objects.pop(_key(obj), None) is not None:
                 if resource == NAMESPACES:
@@ -439,9 +459,15 @@ class Cache:
             self._changed.notify_all()
         return version
 
-    def _bump(self, resource: str, keys: Iterable[Key]) -> None:
+    def _bump(self, resource: str, keys: Iterable[Key], to_all: bool = False) -> None:
+        """Count a change of ``keys``, for the feed of ``resource`` or (``to_all``) the feed
+        of every kind no other feed follows."""
         self._generations[resource] += 1
-        feed = next((f for f in self._feeds if f.kinds is not None and resource in f.kinds), None)
+        feed = None
+        if not to_all:
+            feed = next(
+                (f for f in self._feeds if f.kinds is not None and resource in f.kinds), None
+            )
         if feed is None:
             feed = next((f for f in self._feeds if f.kinds is None), None)
         if feed is not None:

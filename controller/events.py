@@ -31,6 +31,8 @@ REPEAT_INTERVAL = 300.0
 # The API server refuses longer messages on events.k8s.io; core events are cut the same way.
 MESSAGE_LIMIT = 1024
 DEFAULT_NAMESPACE = "default"
+# The resource Events are, and the name of their rate-limit bucket.
+EVENTS = "events"
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +92,7 @@ class Recorder:
 
     def _bump(self, known: _Recorded) -> bool:
         """Write the new count onto the existing Event; False when that Event is gone."""
-        path = resource_path("", "v1", "events", known.namespace, known.name)
+        path = resource_path("", "v1", EVENTS, known.namespace, known.name)
         body = {"count": known.count, "lastTimestamp": _timestamp()}
         if not self.throttle.wait(self.stop):
             return True
@@ -141,7 +143,7 @@ class Recorder:
         if not self.throttle.wait(self.stop):
             return
         try:
-            self.kube.create(resource_path("", "v1", "events", namespace), body)
+            self.kube.create(resource_path("", "v1", EVENTS, namespace), body)
         except ApiError as error:
             if error.not_found or error.namespace_terminating:
                 return

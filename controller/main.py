@@ -25,7 +25,7 @@ from pathlib import Path
 from controller import health, selfcheck
 from controller.applier import Applier
 from controller.cache import HRQS, SUBNAMESPACES, Cache, mirrored, quota_resources
-from controller.events import Recorder
+from controller.events import EVENTS, Recorder
 from controller.generated_notice import GeneratedNotice
 from controller.lane import SubNamespaceLane
 from controller.leader import LeaderElector
@@ -173,7 +173,7 @@ def start(options: Options, stop: threading.Event) -> Controller:
     if hierarchical:
         metrics.track_hrqs(lambda: cache.items(HRQS))
     is_leader: Callable[[], bool] = (lambda: elector.is_leader) if elector else (lambda: True)
-    recorder = Recorder(kube, throttles.of("events"), identity, stop)
+    recorder = Recorder(kube, throttles.of(EVENTS), identity, stop)
     writers = [
         Writer(
             kube,

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from typing import Any, NoReturn, TypeVar
 
 from controller.cache import NAMESPACES, SUBNAMESPACES, Expectation, at_least, resource_name
-from controller.events import Recorder
+from controller.events import EVENTS, Recorder
 from controller.metrics import Metrics
 from controller.throttle import Backoff, Throttles
 from libaccurate import subnamespaces
@@ -195,6 +195,20 @@ class Writer:
                     raise Aborted
                 self.recorder.record(action.involved, action.type, action.reason, action.message)
                 return ()
+            case _:
+                unreachable(action)
+
+    def kind(self, action: Action) -> str:
+        """The resource kind whose rate limit the requests of ``action`` wait for."""
+        match action:
+            case CreateNamespace() | ApplyNamespaceMetadata() | DeleteNamespace():
+                return NAMESPACES
+            case AddFinalizer() | RemoveFinalizer() | PatchSubNamespaceStatus():
+                return SUBNAMESPACES
+            case CreateObject() | ReplaceObject() | DeleteObject() | AnnotateObject():
+                return self._object_path(action.ref)[1]
+            case EmitEvent():
+                return EVENTS
             case _:
                 unreachable(action)
 

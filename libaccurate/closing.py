@@ -1,8 +1,12 @@
 """The end of a pass: from what became of its writes to the statuses and Events that tell of it.
 
 A plan's statuses and events are promises that hold only if its writes happen, so they are
-decided once those writes are done. Statuses say ``Ready=False`` where a namespace's writes
-failed and wait for the next pass where writes were left for it. Events report what happened,
+decided once those writes are done. A SubNamespace's status tells of one namespace, the one it
+names, so it is decided as soon as that namespace's own steps are (its ``Part``), while the
+rest of the pass goes on: a status waiting for the whole pass kept the SubNamespaces' rate-limit
+bucket idle while the copies' buckets worked, then the copies' idle while statuses drained.
+Statuses say ``Ready=False`` where a namespace's writes failed and wait for the next pass where
+writes were left for it. Events are decided at the end of the pass. They report what happened,
 not every object it happened to: one per source for the copies a pass made or deleted
 ("copied to 37 namespaces: a, b, c, ... and 34 more"), one per new sub-namespace for what it
 received, and one per object only for what a person must act on: a user's object replaced or
@@ -40,7 +44,7 @@ from libaccurate.constants import (
 )
 from libaccurate.forest import ProblemReason
 from libaccurate.lifecycle import ready_reason, status_differs
-from libaccurate.planner import FINAL_STAGE, Finding, Happened, Plan
+from libaccurate.planner import FINAL_STAGE, Finding, Happened, Plan, Step, about
 
 REASON_APPLY_FAILED = "ApplyFailed"
 REASON_NAMESPACE_CREATED = "NamespaceCreated"
@@ -79,11 +83,78 @@ def _subnamespace_ref(plan: Plan, namespace: str, name: str) -> ObjectRef:
     return ObjectRef(subnamespaces.api_version(), SUBNAMESPACE_KIND, namespace, name, uid)
 
 
+@dataclass(frozen=True)
+class Part:
+    """A namespace's share of the end of a pass: the SubNamespaces naming it, whose statuses
+    tell of it (each with its planned status step, if any), and the steps before the final
+    stage it waits for: the writes about it, the SubNamespaces' finalizers among them (a
+    status goes out at the version the pass's finalizer patch returned)."""
+
+    name: str
+    statuses: tuple[tuple[tuple[str, str], int | None], ...]
+    steps: tuple[int, ...]
+
+
+def parts(plan: Plan) -> dict[str, Part]:
+    """The part of each namespace a SubNamespace names, by namespace, in one walk of the plan."""
+    planned = {
+        (step.action.namespace, step.action.name): step.index
+        for step in plan.steps
+        if isinstance(step.action, PatchSubNamespaceStatus)
+    }
+    statuses: dict[str, list[tuple[tuple[str, str], int | None]]] = {}
+    for key in plan.statuses:
+        statuses.setdefault(key[1], []).append((key, planned.get(key)))
+    steps: dict[str, list[int]] = {name: [] for name in statuses}
+    for step in plan.steps:
+        if step.stage < FINAL_STAGE and (name := about(step.action)) in steps:
+            steps[name].append(step.index)
+    return {name: Part(name, tuple(statuses[name]), tuple(steps[name])) for name in statuses}
+
+
 def close(plan: Plan, happened: Mapping[int, Happened]) -> Closing:
-    """What to send at the end of a pass whose other steps came out as ``happened``."""
+    """Everything the end of a pass sends, once all its other steps came out as ``happened``:
+    every part's statuses, then the events."""
+    closings = [close_part(plan, part, happened) for part in parts(plan).values()]
+    closings.append(close_events(plan, happened))
+    return Closing(
+        tuple(send for closing in closings for send in closing.sends),
+        {index: found for closing in closings for index, found in closing.settled.items()},
+    )
+
+
+def close_part(plan: Plan, part: Part, happened: Mapping[int, Happened]) -> Closing:
+    """The statuses of ``part``, once its steps came out as ``happened``: the planned ones,
+    with Ready=False where a write about the namespace failed; left for the next pass where
+    writes were left for it; none where nothing changes."""
+    trouble, pending = _left_over((plan.steps[index] for index in part.steps), happened)
+    settled: dict[int, Finding] = {}
+    sends = []
+    for key, step in part.statuses:
+        status = plan.statuses[key]
+        if trouble is not None:
+            status = _failed(status, trouble)
+            if not status_differs(plan.subnamespaces[key], status):
+                if step is not None:
+                    settled[step] = Finding("done")
+                continue
+        elif step is None:
+            continue
+        elif pending:
+            settled[step] = Finding("replan", f"writes to {part.name} are pending")
+            continue
+        sends.append(Send(PatchSubNamespaceStatus(key[0], key[1], status), step))
+        ready = status.condition(CONDITION_READY)
+        if ready is not None and _newly_stuck(plan.subnamespaces[key], ready):
+            involved = _subnamespace_ref(plan, *key)
+            sends.append(Send(EmitEvent(involved, "Warning", ready.reason, ready.message)))
+    return Closing(tuple(sends), settled)
+
+
+def close_events(plan: Plan, happened: Mapping[int, Happened]) -> Closing:
+    """The events of a pass whose other steps all came out as ``happened``."""
     settled: dict[int, Finding] = {}
     sends = [
-        *_statuses(plan, happened, settled),
         *_planned_events(plan, happened, settled),
         *(Send(event) for event in _summaries(plan, happened)),
         *(Send(event) for event in _failures(plan, happened)),
@@ -91,60 +162,26 @@ def close(plan: Plan, happened: Mapping[int, Happened]) -> Closing:
     return Closing(tuple(sends), settled)
 
 
-def _statuses(
-    plan: Plan, happened: Mapping[int, Happened], settled: dict[int, Finding]
-) -> list[Send]:
-    """The planned statuses, with Ready=False where a namespace's writes failed; left for
-    the next pass where they could not be done yet; none where nothing changes."""
-    troubled, pending = _left_over(plan, happened)
-    planned = {
-        (step.action.namespace, step.action.name): step.index
-        for step in plan.steps
-        if isinstance(step.action, PatchSubNamespaceStatus)
-    }
-    sends = []
-    for key, status in plan.statuses.items():
-        step, name = planned.get(key), key[1]
-        if name in troubled:
-            status = _failed(status, troubled[name])
-            if not status_differs(plan.subnamespaces[key], status):
-                if step is not None:
-                    settled[step] = Finding("done")
-                continue
-        elif step is None:
-            continue
-        elif name in pending:
-            settled[step] = Finding("replan", f"writes to {name} are pending")
-            continue
-        sends.append(Send(PatchSubNamespaceStatus(key[0], key[1], status), step))
-        ready = status.condition(CONDITION_READY)
-        if ready is not None and _newly_stuck(plan.subnamespaces[key], ready):
-            involved = _subnamespace_ref(plan, *key)
-            sends.append(Send(EmitEvent(involved, "Warning", ready.reason, ready.message)))
-    return sends
-
-
 def _newly_stuck(sub: Mapping[str, Any], ready: Condition) -> bool:
     """Whether ``ready`` says only a person can mend the SubNamespace, and it did not before."""
     return ready.reason in NEEDS_A_PERSON and ready_reason(sub) != ready.reason
 
 
-def _left_over(plan: Plan, happened: Mapping[int, Happened]) -> tuple[dict[str, str], set[str]]:
-    """Namespaces with a failed or skipped write (with the first reason), and namespaces
-    with writes left for the next pass."""
-    troubled: dict[str, str] = {}
-    pending: set[str] = set()
-    for step in plan.steps:
+def _left_over(steps: Iterable[Step], happened: Mapping[int, Happened]) -> tuple[str | None, bool]:
+    """Why the first of a namespace's ``steps`` that failed or was skipped did not happen
+    (None when none did), and whether any was left for the next pass."""
+    trouble: str | None = None
+    pending = False
+    for step in steps:
         action = step.action
         outcome = happened.get(step.index)
         if outcome is None or isinstance(action, _SUBNAMESPACE_ACTIONS):
             continue
-        if outcome.result in ("failed", "skipped"):
-            reason = f"could not {action.describe()}: {outcome.error}"
-            troubled.setdefault(action.namespace, reason)
+        if outcome.result in ("failed", "skipped") and trouble is None:
+            trouble = f"could not {action.describe()}: {outcome.error}"
         elif outcome.result in ("replan", "aborted"):
-            pending.add(action.namespace)
-    return troubled, pending
+            pending = True
+    return trouble, pending
 
 
 def _failed(status: SubNamespaceStatus, why: str) -> SubNamespaceStatus:
