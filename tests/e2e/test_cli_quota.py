@@ -11,11 +11,16 @@ from __future__ import annotations
 import json
 import subprocess
 
-from accurate_testbed.cluster import Cluster
+import pytest
+
+from accurate_testbed.cluster import RUN_LABEL, Cluster
+from accurate_testbed.waiting import wait_for
+from libaccurate import quota
 from libaccurate.constants import LABEL_PARENT, LABEL_TYPE
 from libaccurate.network.kube import resource_path
 from tests.e2e.cli import World, failed, field, install_subnamespace_roles, run_plugin, succeeded
-from tests.e2e.test_hierarchical_quotas import Team, created, hrq_crd, team
+from tests.e2e.test_hierarchical_quotas import CRDS, Team, created, hrq_crd, team
+from tests.e2e.webhooks import connect
 
 __all__ = ["hrq_crd", "team"]
 
@@ -161,8 +166,25 @@ def test_an_administrator_sees_every_tree_an_hrq_limits_and_no_other(team: Team)
     assert other not in shown
 
 
+@pytest.fixture
+def no_hrq_crd(cluster: Cluster) -> None:
+    """A cluster without the HRQ CRD. On a real cluster, the CRD an earlier test of a run
+    installed is removed at its clean-up, and kube-apiserver takes a while to delete a CRD's
+    objects before the CRD itself: wait for that. One its administrator installed stays, so
+    there this test cannot be run."""
+    kube = connect(cluster)
+
+    def absent() -> bool:
+        found = kube.find(f"{CRDS}/{quota.CRD_NAME}")
+        if found is not None and RUN_LABEL not in (found["metadata"].get("labels") or {}):
+            pytest.skip("hierarchical quotas are installed on this cluster by its administrator")
+        return found is None
+
+    wait_for(absent, 120.0, "the HRQ CRD an earlier test installed to be deleted")
+
+
 def test_without_the_crd_quota_says_so_and_describe_shows_nothing_more(
-    cluster: Cluster, subnamespace_crd: None
+    cluster: Cluster, subnamespace_crd: None, no_hrq_crd: None
 ) -> None:
     """On a cluster that never installed HRQs: an administrator's LIST gets 404; a tenant's
     is refused (403) and the API group's discovery document says it is not there."""
