@@ -8,10 +8,11 @@ and the keeper's part of the pass that change starts is timed: ``Quotas.keep`` (
 keeper, controller/quotas.py) with the pass's scope as the controller computes it (the
 namespace and everything below it), over ``QuotaWorld``, an in-memory stand-in for the
 controller's cache and the API that takes the keeper's writes. The same for a whole pass,
-and for the planner's hold check (``quota.awaiting``) of the same scope, which every pass
-also makes. No API server and no controller process: the figures are the CPU time of the
-thread that runs them (the stand-in's share, copying the objects the keeper writes, included),
-so that the load of a shared machine moves them little.
+and for the planner's hold check (``quota.awaiting``, from the keeper's parsed HRQs and its
+view of the kept ResourceQuotas, as the controller's snapshot carries them) of the same scope,
+which every pass also makes. No API server and no controller process: the figures are the
+CPU time of the thread that runs them (the stand-in's share, copying the objects the keeper
+writes, included), so that the load of a shared machine moves them little.
 """
 
 from __future__ import annotations
@@ -193,8 +194,7 @@ def keeper_passes(target: Target, size: int, hrqs: int, passes: int) -> list[Row
         world.changes = {}
         scope = affected(forest, changed)
         scoped.append(timed(functools.partial(keeper.keep, forest, scope), CPU))
-        objects = (world.items(HRQS), world.items(HRQ_QUOTAS))
-        held.append(timed(functools.partial(quota.awaiting, forest, *objects, scope), CPU))
+        held.append(timed(functools.partial(hold_check, keeper, forest, scope), CPU))
     whole = [timed(lambda: keeper.keep(forest), CPU) for _ in range(max(3, passes // 20))]
     settled = not (world.full_plan().create or world.full_plan().statuses)
     name = f"16 quota keeper, {size} ns, {len(homes)} HRQs, {kept} ResourceQuotas"
@@ -211,6 +211,12 @@ def keeper_passes(target: Target, size: int, hrqs: int, passes: int) -> list[Row
             checked=True,
         ),
     ]
+
+
+def hold_check(keeper: Quotas, forest: Forest, scope: frozenset[str]) -> dict[str, str]:
+    """The planner's hold check as a pass makes it: the keeper's parsed HRQs and its view of
+    the kept ResourceQuotas, taken for the snapshot, then ``quota.awaiting`` over the scope."""
+    return quota.awaiting(forest, keeper.parsed(), keeper.held(), scope)
 
 
 def _spread(name: str, figure: str, samples: list[float]) -> list[Row]:

@@ -153,8 +153,8 @@ class Passes:
             forest=forest,
             index=index,
             scope=None if changes is None else affected(forest, namespaces_of(changes)),
-            hrqs=self.quotas.hrqs() if self.quotas is not None else (),
-            hrq_quotas=self.quotas.kept() if self.quotas is not None else (),
+            parsed_hrqs=self.quotas.parsed() if self.quotas is not None else None,
+            kept_quotas=self.quotas.held() if self.quotas is not None else None,
         )
 
     def _report_problems(self, planned: Plan) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from controller.cache import HRQ_QUOTAS, HRQS, Cache
+from controller.cache import HRQ_QUOTAS, Cache
 from controller.events import Recorder
 from controller.quota_admission import Parsed, ParsedHrqs
 from controller.selfcheck import Permission
@@ -72,9 +72,15 @@ class Quotas:
         self._whole = True
         self._failed = False
 
-    def hrqs(self) -> Sequence[Obj]:
-        """The HRQs as cached, for the planner's snapshot."""
-        return self.cache.items(HRQS)
+    def parsed(self) -> quota.HrqIndex:
+        """The usable HRQs as cached, parsed once per spec: the planner's hold check reads
+        them by namespace rather than parsing every HRQ each pass."""
+        with self._lock:
+            return self._hrqs.current(self.cache)
+
+    def held(self) -> quota.Lookup:
+        """The ResourceQuotas kept for HRQs, looked up in the cache one by one."""
+        return _Held(self.cache)
 
     def kept(self) -> Sequence[Obj]:
         """The ResourceQuotas kept for HRQs as cached, with their status."""

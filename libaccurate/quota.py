@@ -549,34 +549,29 @@ def counting(quota: Object, hrq: Hrq) -> bool:
 
 
 def awaiting(
-    forest: Forest,
-    hrq_objects: Iterable[Object],
-    quotas: Iterable[Object],
-    namespaces: Iterable[str],
+    forest: Forest, hrqs: HrqIndex, held: Lookup, namespaces: Iterable[str]
 ) -> dict[str, str]:
     """Which of ``namespaces`` are below an HRQ whose ResourceQuota there does not count yet
     (missing, or not yet filled in by kube-controller-manager), each with why.
 
     Until it counts, a write there would not be charged to the HRQ, so nothing may give anyone
-    rights there: the planner holds back copies into these namespaces. An HRQ whose spec
-    cannot be used holds nothing (it is not enforced at all, and its status says so). Only the
-    HRQs on the chains of ``namespaces`` are parsed, and only their ResourceQuotas looked at:
-    a pass of a few namespaces pays for those, not for every HRQ of the cluster.
+    rights there: the planner holds back copies into these namespaces. ``hrqs`` are the usable
+    HRQs (one whose spec cannot be used holds nothing: it is not enforced at all, and its
+    status says so) and ``held`` the ResourceQuotas kept for them (``held_quotas``, or a view
+    of the controller's cache). Only the chains of ``namespaces`` are looked at: a pass of a
+    few namespaces pays for their depth, not for every HRQ of the cluster.
     """
-    # Nothing can be created in a terminating namespace, and it gets no ResourceQuota.
-    targets = {n for n in namespaces if n in forest and not forest.nodes[n].terminating}
-    chains = {name for n in targets for name in (n, *forest.ancestors(n))}
-    hrqs, _ = read_hrqs(o for o in hrq_objects if _key(o)[0] in chains)
-    if not hrqs:
-        return {}
-    held = held_quotas(q for q in quotas if _key(q)[0] in targets)
-    index = by_namespace(hrqs)
     found = {}
-    for namespace in sorted(targets):
-        missing = []
-        for hrq in covering(forest, hrqs, namespace, index):
-            if not counting(held.get((namespace, quota_name(hrq.key))) or {}, hrq):
-                missing.append(f"{quota_name(hrq.key)} (for {hrq.ref})")
+    for namespace in sorted(namespaces):
+        node = forest.get(namespace)
+        # Nothing can be created in a terminating namespace, and it gets no ResourceQuota.
+        if node is None or node.terminating:
+            continue
+        missing = [
+            f"{quota_name(hrq.key)} (for {hrq.ref})"
+            for hrq in covering(forest, hrqs, namespace)
+            if not counting(held.get((namespace, quota_name(hrq.key))) or {}, hrq)
+        ]
         if missing:
             found[namespace] = (
                 f"waiting until the ResourceQuotas counting for the hierarchical quotas above "

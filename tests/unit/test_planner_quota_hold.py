@@ -14,10 +14,16 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller.quota_admission import ParsedHrqs
 from libaccurate import quota
 from libaccurate.actions import CreateObject, DeleteObject, ReplaceObject
-from libaccurate.constants import ANNOTATION_PROPAGATE, CONDITION_READY, LABEL_TYPE
-from libaccurate.forest import Forest
+from libaccurate.constants import (
+    ANNOTATION_PROPAGATE,
+    CONDITION_READY,
+    LABEL_PARENT,
+    LABEL_TYPE,
+)
+from libaccurate.forest import Forest, Node
 from libaccurate.lifecycle import REASON_WAITING_FOR_QUOTA
 from libaccurate.planner import Plan, plan
 from tests.unit.planner_world import ROLE_BINDING, World, settle
@@ -208,7 +214,109 @@ def test_no_copy_lands_where_an_hrq_does_not_count_yet_and_the_tree_still_settle
             break
     assert plan(world.snapshot()).changes() == ()
     forest = Forest.build(world.namespaces.values())
-    assert quota.awaiting(forest, world.hrqs, world.quotas.values(), forest.nodes) == {}
+    usable = quota.HrqIndex(quota.read_hrqs(world.hrqs)[0])
+    assert (
+        quota.awaiting(forest, usable, quota.held_quotas(world.quotas.values()), forest.nodes) == {}
+    )
     for key, sub in world.subnamespaces.items():
         reasons = {c.get("reason") for c in (sub.get("status") or {}).get("conditions") or ()}
         assert REASON_WAITING_FOR_QUOTA not in reasons, key
+
+
+# Namespaces of the generated forests, and one that a parent label names but that is not there.
+FOREST = ("r", "s", "t", "u", "v")
+GONE = "gone"
+RESOURCES = ("pods", "requests.cpu")
+
+
+def scanning_hold(
+    forest: Forest, hrq_objects: list[dict[str, Any]], kept: list[dict[str, Any]], names: set[str]
+) -> dict[str, str]:
+    """The hold check as it was before the planner got indexes: for each namespace, every HRQ
+    object parsed and every kept ResourceQuota looked through."""
+    found = {}
+    for namespace in sorted(names):
+        node = forest.get(namespace)
+        if node is None or node.terminating:
+            continue
+        missing = []
+        for above in (namespace, *forest.ancestors(namespace)):
+            here = [o for o in hrq_objects if o["metadata"]["namespace"] == above]
+            for obj in sorted(here, key=lambda o: o["metadata"]["name"]):
+                try:
+                    limit = quota.read_hrq(obj)
+                except quota.QuotaError:
+                    continue
+                name = quota.quota_name(limit.key)
+                ours = [
+                    q
+                    for q in kept
+                    if (q["metadata"]["namespace"], q["metadata"]["name"]) == (namespace, name)
+                    and quota.hrq_of_quota(q) is not None
+                ]
+                # A missing one counts nothing (an HRQ that limits nothing waits for none).
+                if not quota.counting(ours[-1] if ours else {}, limit):
+                    missing.append(f"{name} (for {limit.ref})")
+        if missing:
+            found[namespace] = (
+                f"waiting until the ResourceQuotas counting for the hierarchical quotas above "
+                f"namespace {namespace} exist and are counted: {', '.join(missing)}"
+            )
+    return found
+
+
+@st.composite
+def hold_cases(draw: st.DrawFn) -> tuple[Forest, list[Any], list[Any], set[str]]:
+    """A forest (cycles, missing parents and terminating namespaces included), HRQs in it and
+    beside it (some not usable), the ResourceQuotas kept for them in every state kube's quota
+    controller and others may leave them in, and the namespaces a pass asks about."""
+    nodes = []
+    for name in FOREST:
+        parent = draw(st.sampled_from([None, *FOREST, GONE]), label=f"parent of {name}")
+        labels = {LABEL_PARENT: parent} if parent else {LABEL_TYPE: "root"}
+        nodes.append(Node(name, labels, draw(st.booleans(), label=f"{name} terminating")))
+    forest = Forest.build(nodes)
+    hrqs = []
+    for namespace, name in draw(
+        st.sets(st.tuples(st.sampled_from([*FOREST, GONE]), st.sampled_from("ab")), max_size=5)
+    ):
+        hard = {r: "3" for r in draw(st.sets(st.sampled_from(RESOURCES)), label="resources")}
+        if draw(st.sampled_from([False, False, True]), label="unusable spec") and hard:
+            hard[sorted(hard)[0]] = "lots"
+        hrqs.append(hrq(namespace, name))
+        hrqs[-1]["spec"]["hard"] = hard
+    kept = []
+    for obj in hrqs:
+        usable = quota.read_hrqs([obj])[0]
+        for namespace in FOREST:
+            state = draw(st.sampled_from(["none", "other", "new", "part", "unused", "counted"]))
+            if state == "none" or not usable:
+                continue
+            kept_quota = quota.desired_quota(usable[0], namespace)
+            if state == "other":
+                kept_quota["metadata"]["labels"] = {}
+            counted = dict(obj["spec"]["hard"])
+            if state == "part" and counted:
+                counted.pop(sorted(counted)[0])
+            if state in ("part", "unused", "counted"):
+                used = {r: "0" for r in counted if state != "unused"}
+                kept_quota["status"] = {"hard": counted, "used": used}
+            kept.append(kept_quota)
+    names = draw(st.sets(st.sampled_from([*FOREST, GONE, "elsewhere"])), label="scope")
+    return forest, hrqs, kept, names
+
+
+@PROPERTY_SETTINGS
+@given(hold_cases())
+def test_the_hold_check_from_indexes_answers_as_scanning_every_hrq_did(case) -> None:
+    """Whether the HRQs come parsed by the controller (once per spec) or from a snapshot's
+    lists, and the ResourceQuotas from a lookup by namespace and name, the namespaces held and
+    why are exactly those that looking through every HRQ and ResourceQuota finds."""
+    forest, hrqs, kept, names = case
+    expected = scanning_hold(forest, hrqs, kept, names)
+    held = quota.held_quotas(kept)
+    parsed = ParsedHrqs()
+    parsed.update(hrqs)
+    from_lists = quota.HrqIndex(quota.read_hrqs(hrqs)[0])
+    assert quota.awaiting(forest, parsed.index, held, names) == expected
+    assert quota.awaiting(forest, from_lists, held, names) == expected
