@@ -19,9 +19,9 @@ from tests.e2e.test_controller_reaction import SECRETS, copies_in
 # Secrets copied into each sub-namespace: at two a second (a burst of three), the first
 # sub-namespace has its copies some 3.5 s into the pass and the second some 5 s later.
 COPIES = 10
-# One writer: several waiting at one bucket get its tokens in no set order, so the first
-# namespace's last copy could come after the second's.
-LIMITED = ("--apiserver-qps-throttle", "2", "--workers", "1")
+# The default writers (8): a bucket serves the writers waiting at it in the order they came,
+# so the first namespace's copies are not overtaken by the second's.
+LIMITED = ("--apiserver-qps-throttle", "2")
 
 
 def test_a_subnamespace_is_ready_once_its_own_copies_are_there_not_at_the_end_of_the_pass(
