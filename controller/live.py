@@ -29,6 +29,8 @@ _NAMESPACES = resource_path("", "v1", "namespaces")
 _MAX_LIVE_READS = 64
 
 Corrections = Mapping[str, Node | None]
+# What the cached forest says links to a namespace through each label.
+_LINKED = {LABEL_PARENT: Forest.children, LABEL_TEMPLATE: Forest.instances}
 
 
 class NamespaceSource(Protocol):
@@ -80,10 +82,13 @@ class LiveReads:
             view.include_chain(metadata["namespace"])
         elif operation == DELETE and not allow_cascading_deletion:
             # Whether the namespace is still this SubNamespace's child decides everything: a
-            # cached copy may predate the label patch that moved it away.
-            view.refresh(metadata["name"])
-            view.include_chain(metadata["name"])
-            view.refresh_dependents(metadata["name"])
+            # cached copy may predate the label patch that moved it away. Only if it still is
+            # do its children count, and only they: the rule looks no further (this review
+            # sits between the controller and its removal of the finalizer, issue 31).
+            name = metadata["name"]
+            node = view.refresh(name)
+            if node is not None and node.parent == metadata["namespace"]:
+                view.refresh_dependents(name, (LABEL_PARENT,))
         return view.judged()
 
 
@@ -105,9 +110,10 @@ class _LiveView:
             finally:
                 _apply(forest, undo)
 
-    def refresh(self, name: str) -> None:
-        """Take what the API says of ``name`` now over the cache (gone if it is gone)."""
-        self._corrections[name] = self._get(name)
+    def refresh(self, name: str) -> Node | None:
+        """Take what the API says of ``name`` now over the cache (None: gone); returns it."""
+        node = self._corrections[name] = self._get(name)
+        return node
 
     def include_chain(self, name: str) -> None:
         """Make ``name`` and every namespace above it known, reading missing ones live.
@@ -124,16 +130,16 @@ class _LiveView:
                 return
             self._corrections[unknown] = found
 
-    def refresh_dependents(self, name: str) -> None:
-        """Take what the API says depends on ``name`` now over what the cache says."""
-        live = [
-            node_from_object(obj)
-            for label in (LABEL_PARENT, LABEL_TEMPLATE)
-            for obj in self._list(f"{label}={name}")
-        ]
+    def refresh_dependents(
+        self, name: str, labels: tuple[str, ...] = (LABEL_PARENT, LABEL_TEMPLATE)
+    ) -> None:
+        """Take what the API says depends on ``name`` through ``labels`` (its children, the
+        namespaces made from it as a template) now over what the cache says."""
+        live = [node_from_object(obj) for label in labels for obj in self._list(f"{label}={name}")]
         current = {node.name for node in live}
         with self.judged() as forest:
-            stale = set(forest.dependents(name)) - current
+            cached = [dependent for label in labels for dependent in _LINKED[label](forest, name)]
+            stale = set(cached) - current
         self._corrections.update({node.name: node for node in live})
         self._corrections.update({gone: self._get(gone) for gone in stale})
 

@@ -41,6 +41,7 @@ from controller.quota_admission import QuotaReviews
 from controller.quota_authority import QuotaAuthority
 from controller.webhook import WebhookServer
 from libaccurate.config import NamingPolicy
+from libaccurate.network import collector
 from libaccurate.network.kube import ConnectionOptions, Kube, KubeError
 from libaccurate.network.kubeconfig import load_credentials
 
@@ -56,6 +57,8 @@ STOP_GRACE = 10.0
 # 5 ms): when the namespace watch takes in a big relist, a review waits a fraction of a
 # millisecond for its turn, not 5 ms every time it needs the GIL back.
 GIL_SWITCH_INTERVAL = 0.0005
+# How often the child looks whether its cache is filled, when no change wakes it sooner.
+FILL_POLL = 1.0
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +194,9 @@ def serve(settings: WebhookSettings, parent: Connection) -> None:
     # Ctrl-C reaches the whole process group; the parent stops the child in its own order.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.setswitchinterval(GIL_SWITCH_INTERVAL)
+    # As in the controller's process: the first LISTs decode every namespace into the cache,
+    # and a review should not pay for the collector walking them (libaccurate.network.collector).
+    collector.hold()
     setup_logging(settings.log_format, settings.log_level)
     stop = threading.Event()
     metrics = WebhookMetrics()
@@ -243,9 +249,22 @@ def _start_server(
     )
     server.start()
     cache.start(stop)
+    threading.Thread(
+        target=_hold_once_filled, args=(cache, stop), name="collector-hold", daemon=True
+    ).start()
     if authority is not None:
         authority.start(stop)
     return server, authority
+
+
+def _hold_once_filled(cache: Cache, stop: threading.Event) -> None:
+    """Keep the cache as first filled out of every later pass of the collector, as the
+    controller's process does with its own."""
+    while not cache.synced:
+        if stop.is_set():
+            return
+        cache.wait_for_change(cache.version, FILL_POLL)
+    collector.hold()
 
 
 def _authority(settings: WebhookSettings, kube: Kube) -> QuotaAuthority:
