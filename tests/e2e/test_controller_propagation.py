@@ -248,14 +248,15 @@ def test_moved_and_cut_namespaces_swap_their_update_mode_copies(
     scene.wait(lambda: get(scene, "Secret", below, "from-first"), "the first root's secret below")
 
     scene.kubectl("label", "namespace", moved, f"{LABEL_PARENT}={second}", "--overwrite")
+    # The copies of one pass are deleted in parallel, in no set order: wait for both.
     scene.wait(
         lambda: (
             get(scene, "Secret", below, "from-second")
             and get(scene, "Secret", below, "from-first") is None
+            and get(scene, "Secret", moved, "from-first") is None
         ),
         "the subtree to swap secrets",
     )
-    assert get(scene, "Secret", moved, "from-first") is None
 
     scene.kubectl("label", "namespace", moved, f"{LABEL_PARENT}-", f"{LABEL_TYPE}={TYPE_ROOT}")
     scene.wait(
