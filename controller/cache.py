@@ -43,11 +43,14 @@ from libaccurate.constants import (
 )
 from libaccurate.forest import Forest, node_from_object
 from libaccurate.index import Index, Indexes
+from libaccurate.network import collector
 from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
 PAGE_SIZE = "500"
+# How often a process looks whether its cache is filled, when no change wakes it sooner.
+FILL_POLL = 1.0
 # ownerReferences: propagate-generated's owners are found through them, also while it is off
 # (controller.generated_notice).
 _STUB_FIELDS = (
@@ -543,3 +546,20 @@ class _Reflector:
                     return
                 reached = self.cache._observe(self.resource.name, event, self.resource.keep)
                 version = reached or version
+
+
+def hold_once_filled(cache: Cache, stop: threading.Event) -> None:
+    """On a thread of its own, once ``cache`` is first filled, keep what it holds out of every
+    later pass of the collector (libaccurate.network.collector): both of the controller's
+    processes hold a whole cluster's answers, and neither should pay for walking them again."""
+    threading.Thread(
+        target=_hold_when_filled, args=(cache, stop), name="collector-hold", daemon=True
+    ).start()
+
+
+def _hold_when_filled(cache: Cache, stop: threading.Event) -> None:
+    while not cache.synced:
+        if stop.is_set():
+            return
+        cache.wait_for_change(cache.version, FILL_POLL)
+    collector.hold()

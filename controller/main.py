@@ -24,7 +24,14 @@ from pathlib import Path
 
 from controller import health, selfcheck
 from controller.applier import Applier
-from controller.cache import HRQS, SUBNAMESPACES, Cache, mirrored, quota_resources
+from controller.cache import (
+    HRQS,
+    SUBNAMESPACES,
+    Cache,
+    hold_once_filled,
+    mirrored,
+    quota_resources,
+)
 from controller.events import EVENTS, Recorder
 from controller.generated_notice import GeneratedNotice
 from controller.lane import SubNamespaceLane
@@ -79,7 +86,6 @@ class Controller:
     """The running parts, for a clean shutdown."""
 
     stop: threading.Event
-    cache: Cache
     loop_thread: threading.Thread
     lane_thread: threading.Thread
     appliers: tuple[Applier, ...]
@@ -129,11 +135,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (StartupError, ConfigError, KubeError, selfcheck.MissingPermissions) as error:
         print(f"{PROGRAM}: {error}", file=sys.stderr)
         sys.exit(1)
-    filled = False
     while not stop.wait(1.0) and (failure := controller.failure()) is None:
-        if not filled and controller.cache.synced:
-            collector.hold()  # the cache as first filled, out of every later pass
-            filled = True
+        pass
     crashed = not stop.is_set()
     if crashed:
         log.error("stopping: %s", failure)
@@ -219,12 +222,13 @@ def start(options: Options, stop: threading.Event) -> Controller:
     lane = SubNamespaceLane(passes, appliers[1], lane_feed, leadership, traffic, loop)
     loop_thread = threading.Thread(target=loop.run, args=(stop,), name="loop", daemon=True)
     lane_thread = threading.Thread(target=lane.run, args=(stop,), name="lane", daemon=True)
-    controller = Controller(stop, cache, loop_thread, lane_thread, appliers, elector)
+    controller = Controller(stop, loop_thread, lane_thread, appliers, elector)
     controller.webhooks = _webhooks(options, config, hierarchical, lease_namespace)
     controller.servers = _serve(options, cache, metrics, controller, is_leader)
     if elector is not None:
         threading.Thread(target=elector.run, args=(stop,), name="leader", daemon=True).start()
     cache.start(stop)
+    hold_once_filled(cache, stop)
     loop_thread.start()
     lane_thread.start()
     if not options.propagate_generated:

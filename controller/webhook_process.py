@@ -32,7 +32,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
-from controller.cache import Cache, namespaces_only, quota_resources
+from controller.cache import Cache, hold_once_filled, namespaces_only, quota_resources
 from controller.certs import CertificateError
 from controller.leader import LeaderElector
 from controller.logs import setup_logging
@@ -57,8 +57,6 @@ STOP_GRACE = 10.0
 # 5 ms): when the namespace watch takes in a big relist, a review waits a fraction of a
 # millisecond for its turn, not 5 ms every time it needs the GIL back.
 GIL_SWITCH_INTERVAL = 0.0005
-# How often the child looks whether its cache is filled, when no change wakes it sooner.
-FILL_POLL = 1.0
 
 log = logging.getLogger(__name__)
 
@@ -249,22 +247,10 @@ def _start_server(
     )
     server.start()
     cache.start(stop)
-    threading.Thread(
-        target=_hold_once_filled, args=(cache, stop), name="collector-hold", daemon=True
-    ).start()
+    hold_once_filled(cache, stop)
     if authority is not None:
         authority.start(stop)
     return server, authority
-
-
-def _hold_once_filled(cache: Cache, stop: threading.Event) -> None:
-    """Keep the cache as first filled out of every later pass of the collector, as the
-    controller's process does with its own."""
-    while not cache.synced:
-        if stop.is_set():
-            return
-        cache.wait_for_change(cache.version, FILL_POLL)
-    collector.hold()
 
 
 def _authority(settings: WebhookSettings, kube: Kube) -> QuotaAuthority:
