@@ -365,12 +365,26 @@ class Api:
         return _retrying(resource, name, attempt)
 
     def delete_collection(
-        self, resource: Resource, namespace: str | None, labels: str, fields: str, caller: Caller
+        self,
+        resource: Resource,
+        namespace: str | None,
+        labels: str,
+        fields: str,
+        caller: Caller,
+        options: Obj | None = None,
     ) -> Obj:
+        """Delete each listed object as its own DELETE would be, admission included (the
+        registry's DeleteCollection, with kube-apiserver's one worker: the first refusal ends
+        it and is the answer; an object gone meanwhile is skipped)."""
         listed = self.list(resource, namespace, labels, fields)
         for item in listed["items"]:
             meta = item["metadata"]
-            self.delete(resource, meta.get("namespace", ""), meta["name"], {}, caller)
+            where = meta.get("namespace", "")
+            try:
+                self.delete(resource, where, meta["name"], options or {}, caller)
+            except ApiError as error:
+                if error.code != 404:
+                    raise
         return {**listed, "items": []}
 
     # -- internal helpers used by the background controllers ---------------------------------
@@ -494,6 +508,12 @@ class Api:
             meta.pop("generation", None)
         if resource.has_status and resource.kind != "Namespace":
             obj.pop("status", None)
+        if _is_namespace(resource):
+            # The namespace strategy's PrepareForCreate: a new namespace waits for the
+            # namespace controller when deleted. Later only the finalize subresource changes it.
+            finalizers = obj["spec"].setdefault("finalizers", [])
+            if "kubernetes" not in finalizers:
+                finalizers.append("kubernetes")
         if not managed:
             obj = record_update(None, obj, caller.manager, resource.api_version, now())
         obj = self._admit_and_validate("CREATE", resource, obj, None, caller, None)
@@ -549,6 +569,15 @@ class Api:
                 meta[kept] = old_meta[kept]
             else:
                 meta.pop(kept, None)
+        if _is_namespace(resource):
+            # Only the finalize subresource changes spec.finalizers (namespace strategy's
+            # PrepareForUpdate); an empty list is omitted, as it serializes.
+            spec = new.setdefault("spec", {})
+            source = spec if subresource == "finalize" else old.get("spec") or {}
+            finalizers = copy.deepcopy(source.get("finalizers"))
+            spec.pop("finalizers", None)
+            if finalizers:
+                spec["finalizers"] = finalizers
         if resource.has_generation:
             bump = _spec_part(new, resource) != _spec_part(old, resource)
             meta["generation"] = old_meta.get("generation", 1) + (1 if bump else 0)
@@ -785,6 +814,10 @@ def _taken(resource: Resource, existing: Obj) -> ApiError:
     meta = existing["metadata"]
     being_deleted = bool(meta.get("deletionTimestamp"))
     return errors.already_exists(resource.group, resource.plural, meta["name"], being_deleted)
+
+
+def _is_namespace(resource: Resource) -> bool:
+    return (resource.group, resource.kind) == ("", "Namespace")
 
 
 def _finalized(resource: Resource, obj: Obj) -> bool:

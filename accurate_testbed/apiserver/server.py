@@ -96,15 +96,11 @@ class ApiServer:
         )
         self.httpd.apiserver = self  # type: ignore[attr-defined]
         self.controllers = BackgroundLoop(
-            self.store,
-            [
-                Termination(self.api),
-                GarbageCollector(self.api),
-                ClusterRoleAggregation(self.api),
-            ],
+            self.store, [Termination(self.api), ClusterRoleAggregation(self.api)]
         )
-        # Its own loop, as it runs in kube-controller-manager: its status writes pass through
-        # admission webhooks, and a slow webhook must not hold namespace deletion up.
+        # Each its own loop, as they run side by side in kube-controller-manager: their writes
+        # pass through admission webhooks, and a slow webhook in one must not hold the others.
+        self.garbage_collector = BackgroundLoop(self.store, [GarbageCollector(self.api)])
         self.quota_controller = BackgroundLoop(self.store, [QuotaController(self.api)])
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -120,6 +116,7 @@ class ApiServer:
         self.reset()
         self._thread.start()
         self.controllers.start()
+        self.garbage_collector.start()
         self.quota_controller.start()
         return self
 
@@ -127,6 +124,7 @@ class ApiServer:
         self._stopping.set()
         self.store.wake()
         self.controllers.stop()
+        self.garbage_collector.stop()
         self.quota_controller.stop()
         self.httpd.shutdown()
         self.httpd.server_close()
