@@ -17,6 +17,8 @@ from typing import Any
 import trustme
 
 from accurate_testbed.objects import secret
+from accurate_testbed.waiting import CONTROLLER_TIMEOUT
+from libaccurate import subnamespaces
 from libaccurate.constants import ANNOTATION_FROM, LABEL_PARENT
 from libaccurate.network.kube import resource_path
 from tests.e2e.controller import Controllers, Scene
@@ -125,3 +127,39 @@ def test_garbage_collection_of_a_source_and_of_a_copy(
     again = scene.wait(made_again, "the collected copy to be made again")
     assert "ownerReferences" not in again["metadata"]
     assert again["metadata"]["annotations"][ANNOTATION_FROM] == root
+
+
+def test_the_collector_may_not_delete_a_subnamespace_whose_namespace_has_children(
+    controllers: Controllers, scene: Scene, webhook_ca: trustme.CA, tmp_path: Path
+) -> None:
+    """A SubNamespace whose owner went is deleted by the collector under the rule any deletion
+    meets: refused while its namespace has sub-namespaces, and tried again until it has none
+    (the collector's retries grow to minutes, hence the longer wait)."""
+    start(controllers, scene, webhook_ca, tmp_path, {})
+    root = scene.root()
+    owner = config_map(scene, root, "owner")
+    team = scene.name("team")
+    scene.apply(
+        {
+            "apiVersion": subnamespaces.api_version(),
+            "kind": "SubNamespace",
+            "metadata": {
+                "name": team,
+                "namespace": root,
+                "ownerReferences": [reference_to(owner)],
+            },
+        }
+    )
+    scene.settle(root, team)
+    (web,) = scene.chain(team, "web")
+
+    scene.kubectl("delete", "configmap", "owner", "-n", root)
+    assert not (scene.sub(root, team) or {})["metadata"].get("deletionTimestamp")
+    assert scene.ns(team) is not None
+
+    scene.kubectl("delete", "subnamespace", web, "-n", team, "--wait=false")
+    scene.wait(
+        lambda: scene.sub(root, team) is None and scene.ns(team) is None,
+        "the collector to delete the SubNamespace once its namespace has no children",
+        timeout=CONTROLLER_TIMEOUT,
+    )
