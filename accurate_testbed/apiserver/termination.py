@@ -199,21 +199,16 @@ class Termination:
                 + ", ".join(sorted(failures)),
             )
         kinds = Counter(kind for kind, _ in remaining)
-        if kinds:
-            counts = sorted(f"{kind} has {n} resource instances" for kind, n in kinds.items())
-            wanted["NamespaceContentRemaining"] = (
-                "True",
-                "SomeResourcesRemain",
-                "Some resources are remaining: " + ", ".join(counts),
-            )
         held = Counter(f for _, obj in remaining for f in obj["metadata"].get("finalizers") or [])
-        if held:
-            counts = sorted(f"{name} in {n} resource instances" for name, n in held.items())
-            wanted["NamespaceFinalizersRemaining"] = (
-                "True",
-                "SomeFinalizerRemain",
-                "Some finalizers are remaining: " + ", ".join(counts),
-            )
+        for kind, counted, shown, reason, lead in (
+            ("NamespaceContentRemaining", kinds, "{} has {} resource instances",
+             "SomeResourcesRemain", "Some resources are remaining: "),
+            ("NamespaceFinalizersRemaining", held, "{} in {} resource instances",
+             "SomeFinalizerRemain", "Some finalizers are remaining: "),
+        ):  # fmt: skip
+            if counted:
+                listed = sorted(shown.format(name, n) for name, n in counted.items())
+                wanted[kind] = ("True", reason, lead + ", ".join(listed))
         updated = copy.deepcopy(namespace)
         conditions = updated.setdefault("status", {}).setdefault("conditions", [])
         for kind, (status, reason, message) in wanted.items():

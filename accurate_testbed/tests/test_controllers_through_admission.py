@@ -15,17 +15,16 @@ same tests run against a real cluster when ACCURATE_TEST_KUBECONFIG is set.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import trustme
 from kubernetes import client as k8s_client
 
 from accurate_testbed.cluster import Cluster
 from accurate_testbed.leftovers import HOLD
 from accurate_testbed.tests.helpers import held_config_map, release
-from accurate_testbed.tests.test_webhooks import SCOPE, at, register
+from accurate_testbed.tests.test_namespace_termination import gone
+from accurate_testbed.tests.test_webhooks import SCOPE, at, register, webhook  # noqa: F401
 from accurate_testbed.tests.webhook_server import WebhookServer, denied
 from accurate_testbed.waiting import CONTROLLER_TIMEOUT, wait_for
 
@@ -36,14 +35,6 @@ GARBAGE_COLLECTOR = "system:serviceaccount:kube-system:generic-garbage-collector
 @pytest.fixture
 def core(cluster: Cluster) -> Any:
     return k8s_client.CoreV1Api(cluster.api_client)
-
-
-@pytest.fixture
-def webhook(cluster: Cluster) -> Iterator[WebhookServer]:
-    server = WebhookServer(trustme.CA())
-    yield server
-    cluster.withdraw_webhooks()
-    server.close()
 
 
 def watch(
@@ -64,14 +55,6 @@ def watch(
     return name, cluster.namespace("admitted", {SCOPE: scope})
 
 
-def gone(core: Any, name: str) -> bool:
-    try:
-        core.read_namespace(name)
-    except k8s_client.ApiException as error:
-        return bool(error.status == 404)
-    return False
-
-
 def condition(core: Any, ns: str, kind: str) -> dict[str, Any] | None:
     namespace = core.read_namespace(ns)
     for found in namespace.status.conditions or []:
@@ -88,6 +71,29 @@ def reviews_of(server: WebhookServer, name: str, operation: str) -> list[dict[st
     ]
 
 
+class Refusing:
+    """The webhook's answers: refuse every request about ``name`` with ``message`` until
+    lifted, allow the rest."""
+
+    def __init__(self, message: str, name: str) -> None:
+        self.message, self.name, self.on = message, name, True
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.on and request["name"] == self.name:
+            return denied(self.message)
+        return {"allowed": True}
+
+
+def refused_twice(server: WebhookServer, refusing: Refusing, operation: str) -> dict[str, Any]:
+    """Wait until the request refused has been tried again; the first one."""
+    wait_for(
+        lambda: len(reviews_of(server, refusing.name, operation)) >= 2,
+        CONTROLLER_TIMEOUT,
+        f"the refused {operation} of {refusing.name} to be tried again",
+    )
+    return reviews_of(server, refusing.name, operation)[0]
+
+
 def config_map_exists(core: Any, ns: str, name: str) -> bool:
     try:
         core.read_namespaced_config_map(name, ns)
@@ -98,7 +104,9 @@ def config_map_exists(core: Any, ns: str, name: str) -> bool:
 
 
 def test_the_namespace_controller_deletes_each_object_through_the_webhooks(
-    cluster: Cluster, core: Any, webhook: WebhookServer
+    cluster: Cluster,
+    core: Any,
+    webhook: WebhookServer,  # noqa: F811
 ) -> None:
     _, ns = watch(cluster, webhook, "configmaps", "DELETE")
     core.create_namespaced_config_map(ns, {"metadata": {"name": "inside"}})
@@ -113,12 +121,11 @@ def test_the_namespace_controller_deletes_each_object_through_the_webhooks(
 
 
 def test_a_refused_deletion_holds_the_namespace_says_why_and_is_tried_again(
-    cluster: Cluster, core: Any, webhook: WebhookServer
+    cluster: Cluster,
+    core: Any,
+    webhook: WebhookServer,  # noqa: F811
 ) -> None:
-    refusing = True
-    webhook.answer = lambda request: (
-        denied("kept on purpose") if refusing and request["name"] == "kept" else {"allowed": True}
-    )
+    webhook.answer = refusing = Refusing("kept on purpose", "kept")
     hook, ns = watch(cluster, webhook, "configmaps", "DELETE")
     core.create_namespaced_config_map(ns, {"metadata": {"name": "kept"}})
 
@@ -136,13 +143,9 @@ def test_a_refused_deletion_holds_the_namespace_says_why_and_is_tried_again(
     )
     assert core.read_namespace(ns).status.phase == "Terminating"
     assert config_map_exists(core, ns, "kept")
-    wait_for(
-        lambda: len(reviews_of(webhook, "kept", "DELETE")) >= 2,
-        CONTROLLER_TIMEOUT,
-        "the refused deletion to be tried again",
-    )
+    refused_twice(webhook, refusing, "DELETE")
 
-    refusing = False
+    refusing.on = False
     wait_for(lambda: gone(core, ns), CONTROLLER_TIMEOUT, f"namespace {ns} to go once allowed")
 
 
@@ -180,61 +183,56 @@ def test_content_held_by_finalizers_is_reported_while_the_namespace_waits(
 
 
 def test_the_namespace_is_finalized_through_the_webhooks(
-    cluster: Cluster, core: Any, webhook: WebhookServer
+    cluster: Cluster,
+    core: Any,
+    webhook: WebhookServer,  # noqa: F811
 ) -> None:
-    refusing = True
-    webhook.answer = lambda _: denied("not yet") if refusing else {"allowed": True}
     _, ns = watch(cluster, webhook, "namespaces/finalize", "UPDATE")
+    webhook.answer = refusing = Refusing("not yet", ns)
 
     core.delete_namespace(ns)
-    wait_for(
-        lambda: len(reviews_of(webhook, ns, "UPDATE")) >= 2,
-        CONTROLLER_TIMEOUT,
-        "the refused finalization to be tried again",
-    )
+    review = refused_twice(webhook, refusing, "UPDATE")
     held = core.read_namespace(ns)
     assert held.status.phase == "Terminating"
     assert held.spec.finalizers == ["kubernetes"]
-    review = reviews_of(webhook, ns, "UPDATE")[0]
     assert review["subResource"] == "finalize"
     assert review["userInfo"]["username"] == NAMESPACE_CONTROLLER
     assert review["oldObject"]["spec"]["finalizers"] == ["kubernetes"]
     assert not review["object"]["spec"].get("finalizers")
 
-    refusing = False
+    refusing.on = False
     wait_for(lambda: gone(core, ns), CONTROLLER_TIMEOUT, f"namespace {ns} to go once allowed")
 
 
-def owned(core: Any, ns: str, name: str, owner: Any, **reference: Any) -> None:
-    """Create ConfigMap ``name`` in ``ns`` owned by ConfigMap ``owner``."""
+def owner_and_dependent(
+    cluster: Cluster, core: Any, server: WebhookServer, operation: str, message: str
+) -> tuple[str, Any, Refusing]:
+    """ConfigMaps ``owner`` and ``dependent`` (owned by it) in a namespace where ``server``
+    refuses any ``operation`` on the dependent with ``message``: the namespace, the owner as
+    created, and the refusal (to lift)."""
+    server.answer = refusing = Refusing(message, "dependent")
+    _, ns = watch(cluster, server, "configmaps", operation)
+    owner = core.create_namespaced_config_map(ns, {"metadata": {"name": "owner"}})
     meta = owner.metadata
     ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": meta.name, "uid": meta.uid}
-    body = {"metadata": {"name": name, "ownerReferences": [{**ref, **reference}]}}
+    body = {"metadata": {"name": "dependent", "ownerReferences": [ref]}}
     core.create_namespaced_config_map(ns, body)
+    return ns, owner, refusing
 
 
 def test_the_garbage_collector_deletes_through_the_webhooks_and_tries_again(
-    cluster: Cluster, core: Any, webhook: WebhookServer
+    cluster: Cluster,
+    core: Any,
+    webhook: WebhookServer,  # noqa: F811
 ) -> None:
-    refusing = True
-    webhook.answer = lambda request: (
-        denied("still needed") if refusing and request["name"] == "dependent" else {"allowed": True}
-    )
-    _, ns = watch(cluster, webhook, "configmaps", "DELETE")
-    owner = core.create_namespaced_config_map(ns, {"metadata": {"name": "owner"}})
-    owned(core, ns, "dependent", owner)
+    ns, _, refusing = owner_and_dependent(cluster, core, webhook, "DELETE", "still needed")
 
     core.delete_namespaced_config_map("owner", ns)
-    wait_for(
-        lambda: len(reviews_of(webhook, "dependent", "DELETE")) >= 2,
-        CONTROLLER_TIMEOUT,
-        "the refused collection to be tried again",
-    )
+    review = refused_twice(webhook, refusing, "DELETE")
     assert config_map_exists(core, ns, "dependent")
-    review = reviews_of(webhook, "dependent", "DELETE")[0]
     assert review["userInfo"]["username"] == GARBAGE_COLLECTOR
 
-    refusing = False
+    refusing.on = False
     wait_for(
         lambda: not config_map_exists(core, ns, "dependent"),
         CONTROLLER_TIMEOUT,
@@ -243,29 +241,20 @@ def test_the_garbage_collector_deletes_through_the_webhooks_and_tries_again(
 
 
 def test_orphaning_patches_each_dependent_through_the_webhooks(
-    cluster: Cluster, core: Any, webhook: WebhookServer
+    cluster: Cluster,
+    core: Any,
+    webhook: WebhookServer,  # noqa: F811
 ) -> None:
-    refusing = True
-    webhook.answer = lambda request: (
-        denied("frozen") if refusing and request["name"] == "dependent" else {"allowed": True}
-    )
-    _, ns = watch(cluster, webhook, "configmaps", "UPDATE")
-    owner = core.create_namespaced_config_map(ns, {"metadata": {"name": "owner"}})
-    owned(core, ns, "dependent", owner)
+    ns, owner, refusing = owner_and_dependent(cluster, core, webhook, "UPDATE", "frozen")
 
     core.delete_namespaced_config_map("owner", ns, propagation_policy="Orphan")
-    wait_for(
-        lambda: len(reviews_of(webhook, "dependent", "UPDATE")) >= 2,
-        CONTROLLER_TIMEOUT,
-        "the refused orphaning to be tried again",
-    )
-    review = reviews_of(webhook, "dependent", "UPDATE")[0]
+    review = refused_twice(webhook, refusing, "UPDATE")
     assert review["userInfo"]["username"] == GARBAGE_COLLECTOR
     assert review["oldObject"]["metadata"]["ownerReferences"][0]["uid"] == owner.metadata.uid
     assert "ownerReferences" not in review["object"]["metadata"]
     assert "orphan" in core.read_namespaced_config_map("owner", ns).metadata.finalizers
 
-    refusing = False
+    refusing.on = False
     wait_for(
         lambda: not config_map_exists(core, ns, "owner"),
         CONTROLLER_TIMEOUT,
