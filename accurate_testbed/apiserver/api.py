@@ -126,6 +126,7 @@ class Attempt:
     old: Obj | None
     caller: Caller
     subresource: str | None = None
+    options: Obj | None = None  # a DELETE's DeleteOptions, as the request gave them
 
 
 class Admit(Protocol):
@@ -350,7 +351,7 @@ class Api:
             current = self._current(resource, namespace, name)
             self._check_preconditions(resource, current, options.get("preconditions") or {})
             if admission:
-                self._admit_deletion(resource, current, caller)
+                self._admit_deletion(resource, current, caller, options)
             if resource.kind == "Namespace":
                 return self._delete_namespace(resource, current, caller.dry_run)
             first = not current["metadata"].get("deletionTimestamp")
@@ -620,10 +621,12 @@ class Api:
             crds.establish(obj, now())
         return obj
 
-    def _admit_deletion(self, resource: Resource, current: Obj, caller: Caller) -> None:
+    def _admit_deletion(
+        self, resource: Resource, current: Obj, caller: Caller, options: Obj
+    ) -> None:
         """Both phases for a DELETE: mutating webhooks are called too, but may not patch."""
         if self.admit is not None:
-            attempt = Attempt("DELETE", resource, None, current, caller)
+            attempt = Attempt("DELETE", resource, None, current, caller, options=options)
             self.admit.mutate(attempt)
             self.admit.validate(attempt)
 

@@ -118,6 +118,8 @@ def test_the_namespace_controller_deletes_each_object_through_the_webhooks(
     assert review["userInfo"]["username"] == NAMESPACE_CONTROLLER
     assert review["namespace"] == ns
     assert review["oldObject"]["metadata"]["name"] == "inside"
+    assert review["options"]["kind"] == "DeleteOptions"
+    assert review["options"]["propagationPolicy"] == "Background"
 
 
 def test_a_refused_deletion_holds_the_namespace_says_why_and_is_tried_again(
@@ -231,6 +233,8 @@ def test_the_garbage_collector_deletes_through_the_webhooks_and_tries_again(
     review = refused_twice(webhook, refusing, "DELETE")
     assert config_map_exists(core, ns, "dependent")
     assert review["userInfo"]["username"] == GARBAGE_COLLECTOR
+    assert review["options"]["propagationPolicy"] == "Background"
+    assert review["options"]["preconditions"]["uid"] == review["oldObject"]["metadata"]["uid"]
 
     refusing.on = False
     wait_for(
