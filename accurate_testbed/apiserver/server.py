@@ -14,6 +14,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -61,6 +62,8 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 # Accept-Encoding lists gzip; watches are never compressed (responsewriters/writers.go).
 GZIP_THRESHOLD = 128 * 1024
 GZIP_LEVEL = 1
+# How long ``stop`` waits for the background loops' running steps, all loops together.
+LOOPS_STOP_TIMEOUT = 5.0
 PANIC_TEXT = "This request caused apiserver to panic. Look in the logs for details.\n"
 
 
@@ -124,12 +127,18 @@ class ApiServer:
         return self
 
     def stop(self) -> None:
+        """Every loop is asked to end before any is waited for, and all of them share one
+        deadline: a step still running (a long pass on a loaded machine) costs that once."""
         self._stopping.set()
-        self.store.wake()
-        self.controllers.stop()
-        self.quota_controller.stop()
+        self.store.wake()  # watches see the server stopping
+        loops = (self.controllers, self.quota_controller)
+        for loop in loops:
+            loop.stop()
         self.httpd.shutdown()
         self.httpd.server_close()
+        deadline = time.monotonic() + LOOPS_STOP_TIMEOUT
+        for loop in loops:
+            loop.join(max(0.0, deadline - time.monotonic()))
 
     @property
     def stopping(self) -> bool:
