@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,11 @@ def micro_time(ns: int) -> str:
     seconds, nanoseconds = divmod(ns, 1_000_000_000)
     whole = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
     return f"{whole}.{nanoseconds // 1000:06d}Z"
+
+
+def seconds_of(micro_time: str) -> float:
+    """A MicroTime read back: seconds since the epoch, to the microsecond."""
+    return datetime.strptime(micro_time, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
 
 
 def _user_info(user: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -4,7 +4,6 @@ bodies, and objects held by the finalizer test clean-ups let go of (accurate_tes
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 from kubernetes import client as k8s_client
@@ -55,8 +54,3 @@ def release(cluster: Cluster, ns: str, name: str) -> None:
     """Drop the finalizers of ConfigMap ``name``, so that it (and its namespace) can go."""
     core: Any = k8s_client.CoreV1Api(cluster.api_client)
     core.patch_namespaced_config_map(name, ns, {"metadata": {"finalizers": None}})
-
-
-def micro_time_seconds(micro_time: str) -> float:
-    """A metav1.MicroTime (an audit event's timestamps) as seconds since the epoch."""
-    return datetime.strptime(micro_time, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()

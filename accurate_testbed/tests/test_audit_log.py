@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from accurate_testbed.apiserver.audit import seconds_of
 from accurate_testbed.apiserver.server import ApiServer
 from accurate_testbed.cluster import real_kubeconfig
 from accurate_testbed.kubectl import kubectl
-from accurate_testbed.tests.helpers import micro_time_seconds
 
 pytestmark = pytest.mark.skipif(
     real_kubeconfig() is not None, reason="tests the in-memory server's own audit log"
@@ -37,7 +37,7 @@ def test_a_request_is_stamped_as_it_arrives_before_its_work(tmp_path: Path) -> N
         for event in map(json.loads, log.read_text().splitlines())
         if event["verb"] == "create"
     ]
-    received = micro_time_seconds(created["requestReceivedTimestamp"])
-    completed = micro_time_seconds(created["stageTimestamp"])
+    received = seconds_of(created["requestReceivedTimestamp"])
+    completed = seconds_of(created["stageTimestamp"])
     assert sent <= received
     assert completed - received >= WORK

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from accurate_testbed.apiserver.audit import seconds_of
 from accurate_testbed.cluster import real_kubeconfig
 from accurate_testbed.kubectl import kubectl
-from accurate_testbed.tests.helpers import micro_time_seconds
 from accurate_testbed.waiting import wait_for
 
 pytestmark = pytest.mark.skipif(
@@ -189,7 +189,7 @@ def test_the_audit_log_has_an_event_per_request_as_kube_apiserver_writes_it(
         "code": 404,
     }
     stamps = [
-        micro_time_seconds(event[field])
+        seconds_of(event[field])
         for event in (created, deleted, missing)
         for field in ("requestReceivedTimestamp", "stageTimestamp")
     ]
