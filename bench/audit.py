@@ -19,6 +19,12 @@ from typing import Any
 
 from accurate_testbed.apiserver.audit import seconds_of
 
+# How often to look again while the server has not written the log out yet (once a second).
+FLUSH_WAIT = 0.2
+# An object as the audit log's objectRef names it: resource, namespace, name, subresource
+# (a namespace is "in" itself).
+Object = tuple[str, str, str, str]
+
 
 @dataclass(frozen=True)
 class Request:
@@ -27,32 +33,16 @@ class Request:
     received: float
     agent: str
     verb: str
-    resource: str
-    subresource: str
-    namespace: str
-    name: str
-
-
-# How often to look again while the server has not written the log out yet (once a second).
-FLUSH_WAIT = 0.2
-Object = tuple[str, str, str, str]  # resource, namespace, name, subresource
+    object: Object
 
 
 @dataclass(frozen=True)
 class Wanted:
-    """The requests of a user agent (its prefix) with one of ``verbs`` on one object, named
-    as the audit log's objectRef names it (a namespace is "in" itself)."""
+    """The requests of a user agent (its prefix) with one of ``verbs`` on one object."""
 
     agent: str
     verbs: frozenset[str]
-    resource: str
-    namespace: str
-    name: str
-    subresource: str = ""
-
-    @property
-    def object(self) -> Object:
-        return (self.resource, self.namespace, self.name, self.subresource)
+    object: Object
 
     def first(self, log: AuditLog, after: float) -> Request | None:
         """The first such request received at or after ``after``."""
@@ -102,8 +92,7 @@ class AuditLog:
         self._offset += len(whole)
         for line in whole.splitlines():
             request = _request(json.loads(line))
-            key = (request.resource, request.namespace, request.name, request.subresource)
-            self._by_object.setdefault(key, []).append(request)
+            self._by_object.setdefault(request.object, []).append(request)
 
     def about(self, key: Object) -> list[Request]:
         return self._by_object.get(key, [])
@@ -139,12 +128,10 @@ def _request(event: Mapping[str, Any]) -> Request:
     ref = event.get("objectRef") or {}
     resource, name = ref.get("resource", ""), ref.get("name", "")
     in_itself = resource == "namespaces" and not ref.get("apiGroup")
+    namespace = name if in_itself else ref.get("namespace", "")
     return Request(
         received=seconds_of(event["requestReceivedTimestamp"]),
         agent=event.get("userAgent", ""),
         verb=event["verb"],
-        resource=resource,
-        subresource=ref.get("subresource", ""),
-        namespace=name if in_itself else ref.get("namespace", ""),
-        name=name,
+        object=(resource, namespace, name, ref.get("subresource", "")),
     )

@@ -170,12 +170,12 @@ class Measured:
 
 def _asked(verb: str, parent: str, name: str) -> Wanted:
     """The benchmark's own request ``verb`` on SubNamespace ``parent``/``name``."""
-    return Wanted(CLIENT_AGENT, frozenset({verb}), SUBNAMESPACE_PLURAL, parent, name)
+    return Wanted(CLIENT_AGENT, frozenset({verb}), (SUBNAMESPACE_PLURAL, parent, name, ""))
 
 
 def _written(verbs: frozenset[str], resource: str, namespace: str, name: str) -> Wanted:
     """The controller's writes of ``verbs`` on one object (a namespace is "in" itself)."""
-    return Wanted(controller.AGENT, verbs, resource, namespace, name)
+    return Wanted(controller.AGENT, verbs, (resource, namespace, name, ""))
 
 
 def _latencies(rows: list[Row], name: str, figure: str, samples: list[float] | None) -> None:

@@ -132,17 +132,17 @@ def seconds_of(micro_time: str) -> float:
     return datetime.strptime(micro_time, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
 
 
-def _user_info(user: Mapping[str, Any] | None) -> dict[str, Any]:
-    known = user or {}
-    return {key: known[key] for key in _USER_FIELDS if known.get(key)}
-
-
 def sent_metadata(body: Any) -> Mapping[str, str] | None:
     """What an object's metadata said as it was sent, before the server filled any of it in."""
     metadata = body.get("metadata") if isinstance(body, dict) else None
     if not isinstance(metadata, dict):
         return None
     return {key: str(metadata.get(key) or "") for key in _SENT_FIELDS}
+
+
+def _user_info(user: Mapping[str, Any] | None) -> dict[str, Any]:
+    known = user or {}
+    return {key: known[key] for key in _USER_FIELDS if known.get(key)}
 
 
 def _object_ref(
