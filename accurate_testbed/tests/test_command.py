@@ -27,19 +27,25 @@ pytestmark = pytest.mark.skipif(
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _command(tmp_path: Path, *arguments: str) -> list[str]:
+    """The command, writing its kubeconfig into ``tmp_path``."""
+    kubeconfig = str(tmp_path / "kubeconfig")
+    return [
+        sys.executable,
+        "-m",
+        "accurate_testbed.apiserver",
+        "--kubeconfig",
+        kubeconfig,
+        *arguments,
+    ]
+
+
 @contextmanager
 def _serve(tmp_path: Path, *arguments: str) -> Iterator[tuple[subprocess.Popen[str], Path, str]]:
     """The command with ``arguments``, once it printed its URL; killed at the end if need be."""
     kubeconfig = tmp_path / "kubeconfig"
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "accurate_testbed.apiserver",
-            "--kubeconfig",
-            str(kubeconfig),
-            *arguments,
-        ],
+        _command(tmp_path, *arguments),
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -95,25 +101,8 @@ def test_a_busy_port_is_an_error_that_names_it(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "accurate_testbed.apiserver",
-                "--kubeconfig",
-                str(tmp_path / "kubeconfig"),
-                "--port",
-                str(port),
-            ],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    assert result.returncode != 0
-    assert f"127.0.0.1:{port}" in result.stderr
-    assert "Traceback" not in result.stderr
-    assert not (tmp_path / "kubeconfig").exists()
+        refusal = _refused(tmp_path, "--port", str(port))
+    assert f"127.0.0.1:{port}" in refusal
 
 
 # What kube-apiserver writes with --audit-log-path at level Metadata, read from
@@ -198,25 +187,20 @@ def test_the_audit_log_has_an_event_per_request_as_kube_apiserver_writes_it(
 
 def test_an_audit_log_that_cannot_be_written_is_an_error_that_names_it(tmp_path: Path) -> None:
     unwritable = tmp_path / "no such folder" / "audit.log"
+    refusal = _refused(tmp_path, "--audit-log-path", str(unwritable))
+    assert f"cannot write the audit log {unwritable}" in refusal
+
+
+def _refused(tmp_path: Path, *arguments: str) -> str:
+    """What the command says on stderr when it refuses to start with ``arguments``: an exit
+    code, no traceback and no kubeconfig besides."""
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "accurate_testbed.apiserver",
-            "--kubeconfig",
-            str(tmp_path / "kubeconfig"),
-            "--audit-log-path",
-            str(unwritable),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=30,
+        _command(tmp_path, *arguments), cwd=REPO, capture_output=True, text=True, timeout=30
     )
     assert result.returncode != 0
-    assert f"cannot write the audit log {unwritable}" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "kubeconfig").exists()
+    return result.stderr
 
 
 def _namespace_events(log: Path) -> dict[str, dict[str, Any]] | None:
