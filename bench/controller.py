@@ -47,12 +47,14 @@ def start(
     return running
 
 
-def passes(running: Process) -> float:
+def passes(running: Process, lane: str | None = None) -> float:
+    """The passes the controller has ended, of every lane or of ``lane``."""
     if running.process.poll() is not None:
         raise RuntimeError(f"the controller exited:\n{running.output()}")
     if running.get(f"{running.metrics}/metrics")[0] != 200:
         return 0.0
-    return running.metric("accurate_reconcile_passes_total")
+    name = "accurate_reconcile_passes_total"
+    return running.metric(name if lane is None else f'{name}{{lane="{lane}"}}')
 
 
 def wait_for_pass(running: Process, after: float = 0.0, timeout: float = STARTUP_TIMEOUT) -> None:

@@ -3,9 +3,11 @@ the run works in.
 
 Request counts come from the log of an in-memory server in this process; a real cluster offers
 no such log to a client, nor does a server in another process, so there they are None and the
-table says so. Every folder a run makes (controller logs and configs, certificates, kubectl's
-cache, builds) is made inside the run's own temporary folder, which ``close()`` removes however
-the run ends, so that runs leave nothing behind in the temporary directory.
+table says so. A server in a process of its own writes an audit log when asked (``apart``), as
+an operator's kube-apiserver may; a real cluster's is out of a client's reach. Every folder a
+run makes (controller logs and configs, certificates, kubectl's cache, builds) is made inside
+the run's own temporary folder, which ``close()`` removes however the run ends, so that runs
+leave nothing behind in the temporary directory.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ REAL = "real cluster"
 IN_PROCESS = "in-memory API server"
 OWN_PROCESS = "in-memory API server in a process of its own"
 REVIEWS = "/apis/authorization.k8s.io/"
+# The user agent of the benchmark's own requests, unless a scenario names another.
+CLIENT_AGENT = "accurate-bench"
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 # The in-memory server keeps every change for watches; a benchmark makes far more than tests.
 HISTORY = 200_000
@@ -52,11 +56,13 @@ class Target:
         folder: Path,
         shutdown: ExitStack,
         server: ApiServer | None = None,
+        audit_log: Path | None = None,
     ) -> None:
         self.kubeconfig = kubeconfig
         self.kind = kind
         self.folder = folder
         self.server = server
+        self.audit_log = audit_log
         self.prefix = ""
         self._shutdown = shutdown
         self._cleanups = ExitStack()
@@ -76,26 +82,28 @@ class Target:
             return cls(kubeconfig, IN_PROCESS, folder, shutdown.pop_all(), server)
 
     @contextmanager
-    def apart(self) -> Iterator[Target]:
+    def apart(self, audit: bool = False) -> Iterator[Target]:
         """A fresh cluster for a scenario that times clients against it: on a real cluster,
         this one; otherwise a new in-memory API server in a process of its own, so that the
         clients wait on a server that does not share this process's CPU time and GIL with the
-        benchmark (as no real API server does). That server is stopped, and its files removed,
-        when the block is left, however it is left. Either way this target is made fresh
-        first: no controller of an earlier scenario is left running beside the clients."""
+        benchmark (as no real API server does), writing an audit log (its ``audit_log``) if
+        asked. That server is stopped, and its files removed, when the block is left, however
+        it is left. Either way this target is made fresh first: no controller of an earlier
+        scenario is left running beside the clients."""
         self.fresh()
         if self.kind == REAL:
             yield self
             return
         with ExitStack() as shutdown:
             folder = _temporary_folder(shutdown, self.folder, "apiserver-")
-            kubeconfig = _serve(shutdown, folder)
-            served = Target(kubeconfig, OWN_PROCESS, folder, shutdown.pop_all())
+            audit_log = folder / "audit.log" if audit else None
+            kubeconfig = _serve(shutdown, folder, audit_log)
+            served = Target(kubeconfig, OWN_PROCESS, folder, shutdown.pop_all(), None, audit_log)
         with closing(served):
             served.fresh()
             yield served
 
-    def kube(self, user_agent: str = "accurate-bench") -> Kube:
+    def kube(self, user_agent: str = CLIENT_AGENT) -> Kube:
         return Kube.connect(ConnectionOptions(kubeconfig=str(self.kubeconfig)), user_agent)
 
     def fresh(self) -> None:
@@ -184,13 +192,15 @@ def _temporary_folder(shutdown: ExitStack, parent: Path, prefix: str) -> Path:
     return folder
 
 
-def _serve(shutdown: ExitStack, folder: Path) -> Path:
+def _serve(shutdown: ExitStack, folder: Path, audit_log: Path | None) -> Path:
     """``python -m accurate_testbed.apiserver``, writing its kubeconfig and log into
-    ``folder``, once it serves (it prints its URL then); ``shutdown`` stops it. Its
-    kubeconfig."""
+    ``folder`` (and its audit log to ``audit_log``, if given), once it serves (it prints its
+    URL then); ``shutdown`` stops it. Its kubeconfig."""
     kubeconfig = folder / "kubeconfig"
     log = folder / "apiserver.log"
     command = [sys.executable, "-m", "accurate_testbed.apiserver", "--kubeconfig", str(kubeconfig)]
+    if audit_log is not None:
+        command += ["--audit-log-path", str(audit_log)]
     with log.open("wb") as sink:
         process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=sink)
     shutdown.callback(_stop, process)

@@ -16,7 +16,9 @@ Step = Callable[[Sequence[Change] | None], None]
 
 
 class BackgroundLoop:
-    """A daemon thread; ``stop`` ends it. Errors in a step are kept for tests to inspect."""
+    """A daemon thread; ``stop`` asks it to end and ``join`` waits for that, apart so that a
+    server with several loops stops them all at once. Errors in a step are kept for tests to
+    inspect."""
 
     def __init__(self, store: Store, steps: Sequence[Step]) -> None:
         self.store = store
@@ -29,9 +31,12 @@ class BackgroundLoop:
         self._thread.start()
 
     def stop(self) -> None:
+        """Ask the loop to end once the step it is running returns."""
         self._stopping.set()
         self.store.wake()
-        self._thread.join(timeout=5)
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
 
     def _run(self) -> None:
         seen = self.store.resource_version

@@ -14,6 +14,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -37,6 +38,8 @@ from accurate_testbed.apiserver.access_review import AccessReviews
 from accurate_testbed.apiserver.admission import Admission
 from accurate_testbed.apiserver.aggregation import ClusterRoleAggregation, settled
 from accurate_testbed.apiserver.api import APPLY_PATCH, Api, Caller
+from accurate_testbed.apiserver.audit import AuditLog, Seen, sent_metadata
+from accurate_testbed.apiserver.audit import event as audit_event
 from accurate_testbed.apiserver.authentication import ADMIN, Users, impersonate
 from accurate_testbed.apiserver.background import BackgroundLoop
 from accurate_testbed.apiserver.errors import ApiError
@@ -61,13 +64,23 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 # Accept-Encoding lists gzip; watches are never compressed (responsewriters/writers.go).
 GZIP_THRESHOLD = 128 * 1024
 GZIP_LEVEL = 1
+# How long ``stop`` waits for the background loops' running steps, all loops together.
+LOOPS_STOP_TIMEOUT = 5.0
 PANIC_TEXT = "This request caused apiserver to panic. Look in the logs for details.\n"
 
 
 class ApiServer:
     """An in-memory kube-apiserver on 127.0.0.1 over HTTPS."""
 
-    def __init__(self, port: int = 0, history: int = 10000, bookmark_interval: float = 1.0):
+    def __init__(
+        self,
+        port: int = 0,
+        history: int = 10000,
+        bookmark_interval: float = 1.0,
+        audit_log: Path | None = None,
+    ):
+        """``audit_log``: where to append an audit event for each request (audit.py), as
+        kube-apiserver's ``--audit-log-path``; none when not given."""
         self.store = Store(history)
         self.registry = Registry()
         self.faults = Faults()
@@ -95,6 +108,7 @@ class ApiServer:
             self.httpd.socket, server_side=True, do_handshake_on_connect=False
         )
         self.httpd.apiserver = self  # type: ignore[attr-defined]
+        self.audit = AuditLog(audit_log) if audit_log is not None else None
         self.controllers = BackgroundLoop(
             self.store, [Termination(self.api), ClusterRoleAggregation(self.api)]
         )
@@ -121,13 +135,20 @@ class ApiServer:
         return self
 
     def stop(self) -> None:
+        """Every loop is asked to end before any is waited for, and all of them share one
+        deadline: a step still running (a long pass on a loaded machine) costs that once."""
         self._stopping.set()
-        self.store.wake()
-        self.controllers.stop()
-        self.garbage_collector.stop()
-        self.quota_controller.stop()
+        self.store.wake()  # watches see the server stopping
+        loops = (self.controllers, self.garbage_collector, self.quota_controller)
+        for loop in loops:
+            loop.stop()
         self.httpd.shutdown()
         self.httpd.server_close()
+        if self.audit is not None:
+            self.audit.close()
+        deadline = time.monotonic() + LOOPS_STOP_TIMEOUT
+        for loop in loops:
+            loop.join(max(0.0, deadline - time.monotonic()))
 
     @property
     def stopping(self) -> bool:
@@ -211,9 +232,14 @@ class _Handler(BaseHTTPRequestHandler):
         wait for the client's delayed ACK (40 ms)."""
         super().setup()
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._seen = Seen()  # a request refused before ``_handle`` (a bad request line) too
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the request log is the place to look."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """Called with each response's status: the audit log's responseStatus.code."""
+        self._seen.code = int(code)
 
     def do_GET(self) -> None:
         self._handle()
@@ -223,6 +249,8 @@ class _Handler(BaseHTTPRequestHandler):
     # -- plumbing ----------------------------------------------------------------------------
 
     def _send_json(self, code: int, body: Any) -> None:
+        if isinstance(body, dict) and body.get("kind") == "Status":
+            self._seen.status = body
         data = json.dumps(body, separators=(",", ":")).encode()
         compressed = len(data) > GZIP_THRESHOLD and _asks_for_gzip(self.headers)
         if compressed:
@@ -247,8 +275,13 @@ class _Handler(BaseHTTPRequestHandler):
         return self._raw_body
 
     def _json_body(self) -> Any:
-        """The body as JSON; kubectl's typed clients send protobuf, decoded for the kinds they
-        create."""
+        """The body as JSON; its metadata as sent is kept for the audit log."""
+        body = self._decoded_body()
+        self._seen.sent_metadata = sent_metadata(body)
+        return body
+
+    def _decoded_body(self) -> Any:
+        """kubectl's typed clients send protobuf, decoded for the kinds they create."""
         raw = self._body()
         if not raw:
             return {}
@@ -268,18 +301,36 @@ class _Handler(BaseHTTPRequestHandler):
             ) from error
 
     def _handle(self) -> None:
+        received = time.time_ns()  # before any work: the audit log's requestReceivedTimestamp
         self._raw_body = None
         self._warnings = []
+        self._seen = Seen()
+        self._serve()
+        audit = self.apiserver.audit
+        if audit is not None:
+            audit.write(self._audit_event(received))
+
+    def _audit_event(self, received: int) -> dict[str, Any]:
+        peer = self.client_address[0]
+        completed = time.time_ns()
+        return audit_event(
+            self._seen, self.headers, self.path, self.command, peer, received, completed
+        )
+
+    def _serve(self) -> None:
+        """The request, answered; what ``_seen`` learns of it on the way is for the audit log."""
         url = urlsplit(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query, True).items()}
         # Percent-escapes are decoded before routing, as Go's URL.Path is (a:b, a%3Ab alike).
         path = unquote(url.path).rstrip("/") or "/"
+        seen = self._seen
         try:
             server = self.apiserver
-            user = server.users.authenticate(self.headers.get("Authorization"))
-            user = impersonate(self.headers, user, server.authorizer)
-            resource_path = parse_resource_path(path)
+            seen.user = server.users.authenticate(self.headers.get("Authorization"))
+            user = seen.acting = impersonate(self.headers, seen.user, server.authorizer)
+            resource_path = seen.where = parse_resource_path(path)
             attributes = request_attributes(user, self.command, path, resource_path, query)
+            seen.attributes = attributes
             server.faults.log(
                 LoggedRequest(
                     self.command,

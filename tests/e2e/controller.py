@@ -35,7 +35,7 @@ from accurate_testbed.objects import namespace_manifest
 from accurate_testbed.processes import Process, environment, launch
 from accurate_testbed.waiting import wait_for
 from libaccurate import subnamespaces
-from libaccurate.constants import LABEL_TYPE, TYPE_ROOT
+from libaccurate.constants import ANNOTATION_FROM, LABEL_TYPE, TYPE_ROOT
 from libaccurate.network.kube import Kube, resource_path
 from libaccurate.subnamespaces import path as subnamespaces_path
 from tests.e2e.tally import CONTROLLERS, DELETIONS, count
@@ -44,6 +44,8 @@ from tests.e2e.webhooks import connect, kubectl
 SCRIPTS = Path(sys.executable).parent
 PROGRAM = SCRIPTS / "accurate-controller"
 NAMESPACES = resource_path("", "v1", "namespaces")
+# A config that propagates Secrets and nothing else.
+SECRETS: dict[str, Any] = {"watches": [{"version": "v1", "kind": "Secret"}]}
 # Generous: a real cluster, or two cores shared with other tests, may be slow.
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 20.0
@@ -323,6 +325,15 @@ class Scene:
         found = self.sub(parent, name) or {}
         conditions = (found.get("status") or {}).get("conditions") or []
         return next((c for c in conditions if c.get("type") == type_), None)
+
+    def copies(self, namespace: str, source: str) -> int:
+        """How many Secrets in ``namespace`` were copied from ``source``."""
+        found = self.kube.list_objects(resource_path("", "v1", "secrets", namespace))
+        return sum(
+            1
+            for item in found.get("items") or ()
+            if (item["metadata"].get("annotations") or {}).get(ANNOTATION_FROM) == source
+        )
 
     def wait(self, condition: Any, what: str, timeout: float = CONVERGE) -> Any:
         return wait_for(condition, timeout, what)

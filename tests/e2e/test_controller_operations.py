@@ -28,11 +28,10 @@ from libaccurate.constants import (
     TYPE_ROOT,
 )
 from libaccurate.network.kube import resource_path
-from tests.e2e.controller import Controllers, Scene, subnamespaces_path
+from tests.e2e.controller import SECRETS, Controllers, Scene, subnamespaces_path
 from tests.e2e.test_controller_propagation import events_about
 
 RBAC = "rbac.authorization.k8s.io"
-SECRETS: dict[str, Any] = {"watches": [{"version": "v1", "kind": "Secret"}]}
 ROLES: dict[str, Any] = {"watches": [{"group": RBAC, "version": "v1", "kind": "Role"}]}
 WRITES = ("POST", "PUT", "PATCH", "DELETE")
 LEASE_DURATION = 3.0

@@ -14,28 +14,17 @@ from __future__ import annotations
 from typing import Any
 
 from accurate_testbed.objects import secret
-from libaccurate.constants import ANNOTATION_FROM, LABEL_PARENT
+from libaccurate.constants import LABEL_PARENT
 from libaccurate.network.kube import resource_path
 from tests.e2e.cli import run_plugin, succeeded
-from tests.e2e.controller import Controllers, Scene
+from tests.e2e.controller import SECRETS, Controllers, Scene
 
-SECRETS: dict[str, Any] = {"watches": [{"version": "v1", "kind": "Secret"}]}
 SUFFIX = "tree.accurate.cybozu.com"
 # Namespaces the first pass writes tree labels to, one a second: a pass of this many seconds.
 TREE = 10
 # Secrets to copy for the move: about this many seconds of a pass at one request a second.
 COPIES = 8
 SLOW = ("--apiserver-qps-throttle", "1")
-
-
-def copies_in(scene: Scene, namespace: str, source: str) -> int:
-    """How many Secrets in ``namespace`` were copied from ``source``."""
-    found = scene.kube.list_objects(resource_path("", "v1", "secrets", namespace))
-    return sum(
-        1
-        for item in found.get("items") or ()
-        if (item["metadata"].get("annotations") or {}).get(ANNOTATION_FROM) == source
-    )
 
 
 def conflicts(running: Any) -> float:
@@ -66,8 +55,8 @@ def test_after_sub_move_the_old_subnamespace_is_gone_before_the_move_is_carried_
     old, new, child = two_roots_and_a_child(scene)
     succeeded(run_plugin("sub", "move", child, new, kubeconfig=scene.cluster.kubeconfig))
     scene.wait(lambda: scene.sub(old, child) is None, f"SubNamespace {old}/{child} to go")
-    assert copies_in(scene, child, new) < COPIES
-    scene.wait(lambda: copies_in(scene, child, new) == COPIES, "every copy from the new parent")
+    assert scene.copies(child, new) < COPIES
+    scene.wait(lambda: scene.copies(child, new) == COPIES, "every copy from the new parent")
     scene.settle(new, child)
     assert scene.labels(child)[LABEL_PARENT] == new
     assert conflicts(running) == 0, running.output()
@@ -83,11 +72,11 @@ def test_a_subnamespace_deleted_during_a_pass_gets_no_status_and_goes_first(
     running = controllers.start(SECRETS, *SLOW)
     old, new, child = two_roots_and_a_child(scene)
     scene.kubectl("label", "namespace", child, f"{LABEL_PARENT}={new}", "--overwrite")
-    scene.wait(lambda: copies_in(scene, child, new) >= 1, "the pass for the new parent to start")
+    scene.wait(lambda: scene.copies(child, new) >= 1, "the pass for the new parent to start")
     scene.kubectl("delete", "subnamespace", child, "-n", old, "--wait=false")
     scene.wait(lambda: scene.sub(old, child) is None, f"SubNamespace {old}/{child} to go")
-    assert copies_in(scene, child, new) < COPIES
-    scene.wait(lambda: copies_in(scene, child, new) == COPIES, "every copy from the new parent")
+    assert scene.copies(child, new) < COPIES
+    scene.wait(lambda: scene.copies(child, new) == COPIES, "every copy from the new parent")
     assert conflicts(running) == 0, running.output()
     assert scene.ns(child) is not None
 

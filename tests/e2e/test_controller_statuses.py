@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from accurate_testbed.objects import secret
 from libaccurate.network.kube import resource_path
-from tests.e2e.controller import Controllers, Scene
-from tests.e2e.test_controller_reaction import SECRETS, copies_in
+from tests.e2e.controller import SECRETS, Controllers, Scene
 
 # Secrets copied into each sub-namespace: at two a second (a burst of three), the first
 # sub-namespace has its copies some 3.5 s into the pass and the second some 5 s later.
@@ -38,10 +37,10 @@ def test_a_subnamespace_is_ready_once_its_own_copies_are_there_not_at_the_end_of
     first, second = scene.subnamespace(root, "a"), scene.subnamespace(root, "b")
     controllers.start(SECRETS, *LIMITED)
     scene.settle(root, first)
-    assert copies_in(scene, first, root) == COPIES
-    assert copies_in(scene, second, root) < COPIES
+    assert scene.copies(first, root) == COPIES
+    assert scene.copies(second, root) < COPIES
     scene.settle(root, second)
-    assert copies_in(scene, second, root) == COPIES
+    assert scene.copies(second, root) == COPIES
 
 
 def test_a_status_someone_else_overwrote_is_put_back(
