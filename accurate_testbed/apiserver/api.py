@@ -388,10 +388,11 @@ class Api:
                     raise
         return {**listed, "items": []}
 
-    # -- internal helpers used by the background controllers ---------------------------------
+    # -- internal helpers for the CRD finalizer, which works on the storage directly ----------
+    # (kube-controller-manager's controllers are API clients: they use the verbs above.)
 
-    def delete_quietly(self, resource: Resource, obj: Obj, policy: str | None = None) -> None:
-        """Delete as a controller would, without webhooks; tolerate it being gone already."""
+    def delete_quietly(self, resource: Resource, obj: Obj) -> None:
+        """Delete through the storage, without admission; tolerate it being gone already."""
         meta = obj["metadata"]
         current = self.store.get(
             resource.group, resource.plural, meta.get("namespace", ""), meta["name"]
@@ -399,12 +400,12 @@ class Api:
         if current is None or current["metadata"].get("deletionTimestamp"):
             return
         try:
-            self._delete(resource, current, policy)
+            self._delete(resource, current, None)
         except _Retry:
-            self.delete_quietly(resource, obj, policy)
+            self.delete_quietly(resource, obj)
 
     def write_internal(self, resource: Resource, old: Obj, new: Obj) -> Obj:
-        """Write a change a controller of the server makes (no admission, no field manager)."""
+        """Write a change without admission or field manager."""
         return self._persist(resource, old, new)
 
     def resource_of(self, group: str, plural: str) -> Resource | None:

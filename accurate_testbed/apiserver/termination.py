@@ -20,7 +20,9 @@ as if the DELETE had removed it meets what it would meet on a real cluster.
 CRDs as the CRD finalizer controller of the API server does it (apiextensions-apiserver's
 pkg/controller/finalizer/crd_finalizer.go): instances (held ones stay, served, until their
 finalizers go) are deleted through the storage directly, without admission, and once none is
-left the cleanup finalizer is released, which removes the CRD.
+left the cleanup finalizer is released, which removes the CRD. (Its condition and finalizer
+writes skip admission here; the real one sends them to ``customresourcedefinitions/status``
+through its loopback client, where webhooks on that subresource would see them.)
 
 It follows which containers are terminating from the changes it is told about, so a store full
 of live namespaces costs it nothing.
