@@ -117,9 +117,10 @@ class GarbageCollector:
         solid: set[str] = set()
         gone: set[str] = set()
         waiting: set[str] = set()
-        for uid in _owner_uids(obj):
-            owner_key = self.api.store.by_uid(uid)
-            owner = None if owner_key is None else self.api.store.get(*owner_key)
+        namespace = obj["metadata"].get("namespace", "")
+        for ref in obj["metadata"]["ownerReferences"]:
+            uid = ref.get("uid", "")
+            owner = self._owner(ref, namespace)
             if owner is None:
                 gone.add(uid)
             elif _deleting_dependents(owner):
@@ -127,6 +128,14 @@ class GarbageCollector:
             else:
                 solid.add(uid)
         return solid, gone, waiting
+
+    def _owner(self, ref: Obj, namespace: str) -> Obj | None:
+        """isDangling: the owner ``ref`` names, looked for in the dependent's namespace (owners
+        never cross namespaces, so one elsewhere counts as gone)."""
+        key = self.api.store.by_uid(ref.get("uid", ""))
+        if key is None or key[2] not in ("", namespace) or key[3] != ref.get("name"):
+            return None
+        return self.api.store.get(*key)
 
     def _finish_foreground(self, key: Key, owner: Obj) -> None:
         """Delete the dependents; release the owner once none that blocks it is left."""

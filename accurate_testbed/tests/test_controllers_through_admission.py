@@ -285,3 +285,22 @@ def test_a_dependent_that_does_not_block_lets_a_foreground_owner_go(
     )
     assert core.read_namespaced_config_map("dependent", ns).metadata.deletion_timestamp
     release(cluster, ns, "dependent")
+
+
+def test_an_owner_in_another_namespace_counts_as_gone(cluster: Cluster, core: Any) -> None:
+    """Owner references never cross namespaces: the collector looks for the owner in the
+    dependent's namespace (isDangling), finds none, and collects the dependent."""
+    elsewhere, ns = cluster.namespace("elsewhere"), cluster.namespace()
+    owner = core.create_namespaced_config_map(elsewhere, {"metadata": {"name": "owner"}})
+    meta = owner.metadata
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": meta.name, "uid": meta.uid}
+    core.create_namespaced_config_map(
+        ns, {"metadata": {"name": "dependent", "ownerReferences": [ref]}}
+    )
+
+    wait_for(
+        lambda: not config_map_exists(core, ns, "dependent"),
+        CONTROLLER_TIMEOUT,
+        "the dependent of an owner in another namespace to be collected",
+    )
+    assert config_map_exists(core, elsewhere, "owner")
