@@ -283,7 +283,11 @@ def test_a_dependent_that_does_not_block_lets_a_foreground_owner_go(
         CONTROLLER_TIMEOUT,
         "the owner to go without waiting for its non-blocking dependent",
     )
-    assert core.read_namespaced_config_map("dependent", ns).metadata.deletion_timestamp
+    wait_for(
+        lambda: core.read_namespaced_config_map("dependent", ns).metadata.deletion_timestamp,
+        CONTROLLER_TIMEOUT,
+        "the dependent to be deleted too",
+    )
     release(cluster, ns, "dependent")
 
 
