@@ -508,16 +508,18 @@ class Api:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
-        if resource.has_status and resource.kind != "Namespace":
+        if resource.has_status:
             obj.pop("status", None)
+        if not managed:
+            obj = record_update(None, obj, caller.manager, resource.api_version, now())
         if _is_namespace(resource):
-            # The namespace strategy's PrepareForCreate: a new namespace waits for the
-            # namespace controller when deleted. Later only the finalize subresource changes it.
+            # The namespace strategy's PrepareForCreate, after the field manager has recorded
+            # the request: a new namespace is Active, and waits for the namespace controller
+            # when deleted. Later only the finalize subresource changes its finalizers.
+            obj["status"] = {"phase": "Active"}
             finalizers = obj["spec"].setdefault("finalizers", [])
             if "kubernetes" not in finalizers:
                 finalizers.append("kubernetes")
-        if not managed:
-            obj = record_update(None, obj, caller.manager, resource.api_version, now())
         obj = self._admit_and_validate("CREATE", resource, obj, None, caller, None)
         if caller.dry_run:
             existing = self.store.get(resource.group, resource.plural, namespace, meta["name"])

@@ -23,7 +23,6 @@ def _namespace(obj: Obj) -> None:
     name = obj["metadata"].get("name", "")
     obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
     obj.setdefault("spec", {})
-    obj.setdefault("status", {}).setdefault("phase", "Active")
 
 
 def _secret(obj: Obj) -> None:

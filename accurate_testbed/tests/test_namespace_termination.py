@@ -109,3 +109,16 @@ def test_only_the_finalize_subresource_changes_the_spec_finalizers(
     del current["metadata"]["resourceVersion"]  # the namespace controller may write meanwhile
     request(cluster.api_client, "PUT", path, current)
     wait_for(lambda: gone(core, ns), CONTROLLER_TIMEOUT, f"namespace {ns} to go")
+
+
+def test_the_finalizer_and_phase_a_new_namespace_gets_are_nobodys_fields(
+    cluster: Cluster, core: Any
+) -> None:
+    """PrepareForCreate adds them after the field manager recorded the request, so no
+    manager owns ``spec.finalizers`` or ``status.phase``."""
+    ns = cluster.namespace()
+    created = request(cluster.api_client, "GET", f"/api/v1/namespaces/{ns}")
+    assert created["spec"]["finalizers"] == ["kubernetes"]
+    assert created["status"]["phase"] == "Active"
+    (entry,) = created["metadata"]["managedFields"]
+    assert set(entry["fieldsV1"]) == {"f:metadata"}
