@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accurate_testbed.apiserver.api import Attempt, Caller, Obj
+from accurate_testbed.apiserver.api import Attempt, Obj
 from accurate_testbed.apiserver.resources import ADMISSION, Resource
 from accurate_testbed.apiserver.store import Change, Store
 from accurate_testbed.apiserver.webhooks import (
@@ -90,7 +90,7 @@ def _request(attempt: Attempt) -> AdmissionRequest:
         old_obj=attempt.old,
         user_info=attempt.caller.user_info,
         dry_run=attempt.caller.dry_run,
-        options=_options(attempt.operation, attempt.caller),
+        options=_options(attempt),
     )
 
 
@@ -103,14 +103,20 @@ def _request_namespace(resource: Resource, operation: str, meta: dict[str, Any])
     return ""
 
 
-def _options(operation: str, caller: Caller) -> dict[str, Any]:
-    """The options as the request gave them: kube-apiserver decodes them from the query and
-    passes them on as they are; the manager it takes from the User-Agent when the query names
-    none goes into managedFields only (``managerOrUserAgent`` in apiserver's
-    endpoints/handlers). So the server's own writes (the quota admission's status update,
-    kube-controller-manager's), whose clients name no manager, carry none."""
+def _options(attempt: Attempt) -> dict[str, Any]:
+    """The options as the request gave them: kube-apiserver decodes them from the query (or a
+    DELETE's body) and passes them on as they are, so a DELETE's propagation policy and
+    preconditions reach the webhook, for each object of a DeleteCollection too
+    (``rest.AdmissionToValidateObjectDeleteFunc``); the manager it takes from the User-Agent
+    when the query names none goes into managedFields only (``managerOrUserAgent`` in
+    apiserver's endpoints/handlers). So the server's own writes (the quota admission's status
+    update, kube-controller-manager's), whose clients name no manager, carry none."""
+    operation, caller = attempt.operation, attempt.caller
     options: dict[str, Any] = {"kind": _OPTIONS_KIND[operation], "apiVersion": "meta.k8s.io/v1"}
-    if operation != "DELETE" and caller.field_manager:
+    if operation == "DELETE":
+        given = attempt.options or {}
+        options.update((k, v) for k, v in given.items() if k not in ("kind", "apiVersion"))
+    elif caller.field_manager:
         options["fieldManager"] = caller.field_manager
     if caller.dry_run:
         options["dryRun"] = ["All"]

@@ -126,6 +126,7 @@ class Attempt:
     old: Obj | None
     caller: Caller
     subresource: str | None = None
+    options: Obj | None = None  # a DELETE's DeleteOptions, as the request gave them
 
 
 class Admit(Protocol):
@@ -350,7 +351,7 @@ class Api:
             current = self._current(resource, namespace, name)
             self._check_preconditions(resource, current, options.get("preconditions") or {})
             if admission:
-                self._admit_deletion(resource, current, caller)
+                self._admit_deletion(resource, current, caller, options)
             if resource.kind == "Namespace":
                 return self._delete_namespace(resource, current, caller.dry_run)
             first = not current["metadata"].get("deletionTimestamp")
@@ -365,18 +366,33 @@ class Api:
         return _retrying(resource, name, attempt)
 
     def delete_collection(
-        self, resource: Resource, namespace: str | None, labels: str, fields: str, caller: Caller
+        self,
+        resource: Resource,
+        namespace: str | None,
+        labels: str,
+        fields: str,
+        caller: Caller,
+        options: Obj | None = None,
     ) -> Obj:
+        """Delete each listed object as its own DELETE would be, admission included (the
+        registry's DeleteCollection, with kube-apiserver's one worker: the first refusal ends
+        it and is the answer; an object gone meanwhile is skipped)."""
         listed = self.list(resource, namespace, labels, fields)
         for item in listed["items"]:
             meta = item["metadata"]
-            self.delete(resource, meta.get("namespace", ""), meta["name"], {}, caller)
+            where = meta.get("namespace", "")
+            try:
+                self.delete(resource, where, meta["name"], options or {}, caller)
+            except ApiError as error:
+                if error.code != 404:
+                    raise
         return {**listed, "items": []}
 
-    # -- internal helpers used by the background controllers ---------------------------------
+    # -- internal helpers for the CRD finalizer, which works on the storage directly ----------
+    # (kube-controller-manager's controllers are API clients: they use the verbs above.)
 
-    def delete_quietly(self, resource: Resource, obj: Obj, policy: str | None = None) -> None:
-        """Delete as a controller would, without webhooks; tolerate it being gone already."""
+    def delete_quietly(self, resource: Resource, obj: Obj) -> None:
+        """Delete through the storage, without admission; tolerate it being gone already."""
         meta = obj["metadata"]
         current = self.store.get(
             resource.group, resource.plural, meta.get("namespace", ""), meta["name"]
@@ -384,12 +400,12 @@ class Api:
         if current is None or current["metadata"].get("deletionTimestamp"):
             return
         try:
-            self._delete(resource, current, policy)
+            self._delete(resource, current, None)
         except _Retry:
-            self.delete_quietly(resource, obj, policy)
+            self.delete_quietly(resource, obj)
 
     def write_internal(self, resource: Resource, old: Obj, new: Obj) -> Obj:
-        """Write a change a controller of the server makes (no admission, no field manager)."""
+        """Write a change without admission or field manager."""
         return self._persist(resource, old, new)
 
     def resource_of(self, group: str, plural: str) -> Resource | None:
@@ -492,10 +508,18 @@ class Api:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
-        if resource.has_status and resource.kind != "Namespace":
+        if resource.has_status:
             obj.pop("status", None)
         if not managed:
             obj = record_update(None, obj, caller.manager, resource.api_version, now())
+        if _is_namespace(resource):
+            # The namespace strategy's PrepareForCreate, after the field manager has recorded
+            # the request: a new namespace is Active, and waits for the namespace controller
+            # when deleted. Later only the finalize subresource changes its finalizers.
+            obj["status"] = {"phase": "Active"}
+            finalizers = obj["spec"].setdefault("finalizers", [])
+            if "kubernetes" not in finalizers:
+                finalizers.append("kubernetes")
         obj = self._admit_and_validate("CREATE", resource, obj, None, caller, None)
         if caller.dry_run:
             existing = self.store.get(resource.group, resource.plural, namespace, meta["name"])
@@ -549,6 +573,15 @@ class Api:
                 meta[kept] = old_meta[kept]
             else:
                 meta.pop(kept, None)
+        if _is_namespace(resource):
+            # Only the finalize subresource changes spec.finalizers (namespace strategy's
+            # PrepareForUpdate); an empty list is omitted, as it serializes.
+            spec = new.setdefault("spec", {})
+            source = spec if subresource == "finalize" else old.get("spec") or {}
+            finalizers = copy.deepcopy(source.get("finalizers"))
+            spec.pop("finalizers", None)
+            if finalizers:
+                spec["finalizers"] = finalizers
         if resource.has_generation:
             bump = _spec_part(new, resource) != _spec_part(old, resource)
             meta["generation"] = old_meta.get("generation", 1) + (1 if bump else 0)
@@ -591,10 +624,12 @@ class Api:
             crds.establish(obj, now())
         return obj
 
-    def _admit_deletion(self, resource: Resource, current: Obj, caller: Caller) -> None:
+    def _admit_deletion(
+        self, resource: Resource, current: Obj, caller: Caller, options: Obj
+    ) -> None:
         """Both phases for a DELETE: mutating webhooks are called too, but may not patch."""
         if self.admit is not None:
-            attempt = Attempt("DELETE", resource, None, current, caller)
+            attempt = Attempt("DELETE", resource, None, current, caller, options=options)
             self.admit.mutate(attempt)
             self.admit.validate(attempt)
 
@@ -785,6 +820,10 @@ def _taken(resource: Resource, existing: Obj) -> ApiError:
     meta = existing["metadata"]
     being_deleted = bool(meta.get("deletionTimestamp"))
     return errors.already_exists(resource.group, resource.plural, meta["name"], being_deleted)
+
+
+def _is_namespace(resource: Resource) -> bool:
+    return (resource.group, resource.kind) == ("", "Namespace")
 
 
 def _finalized(resource: Resource, obj: Obj) -> bool:

@@ -22,10 +22,7 @@ Obj = dict[str, Any]
 def _namespace(obj: Obj) -> None:
     name = obj["metadata"].get("name", "")
     obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
-    spec = obj.setdefault("spec", {})
-    if "kubernetes" not in spec.setdefault("finalizers", []):
-        spec["finalizers"].append("kubernetes")
-    obj.setdefault("status", {}).setdefault("phase", "Active")
+    obj.setdefault("spec", {})
 
 
 def _secret(obj: Obj) -> None:
@@ -187,7 +184,13 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
 
 
 def apply_builtin_defaults(group: str, kind: str, obj: Obj) -> None:
-    """Fill in the server-side defaults of a built-in kind, in place."""
+    """Fill in the server-side defaults of a built-in kind, in place; an empty list of owner
+    references or finalizers is dropped, as ObjectMeta's ``omitempty`` fields never show one
+    (a patch deleting the last reference leaves none)."""
+    meta = obj.get("metadata") or {}
+    for listed in ("ownerReferences", "finalizers"):
+        if meta.get(listed) == []:
+            del meta[listed]
     defaulter = _DEFAULTERS.get((group, kind))
     if defaulter is not None:
         defaulter(obj)

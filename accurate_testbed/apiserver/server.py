@@ -110,15 +110,11 @@ class ApiServer:
         self.httpd.apiserver = self  # type: ignore[attr-defined]
         self.audit = AuditLog(audit_log) if audit_log is not None else None
         self.controllers = BackgroundLoop(
-            self.store,
-            [
-                Termination(self.api),
-                GarbageCollector(self.api),
-                ClusterRoleAggregation(self.api),
-            ],
+            self.store, [Termination(self.api), ClusterRoleAggregation(self.api)]
         )
-        # Its own loop, as it runs in kube-controller-manager: its status writes pass through
-        # admission webhooks, and a slow webhook must not hold namespace deletion up.
+        # Each its own loop, as they run side by side in kube-controller-manager: their writes
+        # pass through admission webhooks, and a slow webhook in one must not hold the others.
+        self.garbage_collector = BackgroundLoop(self.store, [GarbageCollector(self.api)])
         self.quota_controller = BackgroundLoop(self.store, [QuotaController(self.api)])
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -134,6 +130,7 @@ class ApiServer:
         self.reset()
         self._thread.start()
         self.controllers.start()
+        self.garbage_collector.start()
         self.quota_controller.start()
         return self
 
@@ -142,7 +139,7 @@ class ApiServer:
         deadline: a step still running (a long pass on a loaded machine) costs that once."""
         self._stopping.set()
         self.store.wake()  # watches see the server stopping
-        loops = (self.controllers, self.quota_controller)
+        loops = (self.controllers, self.garbage_collector, self.quota_controller)
         for loop in loops:
             loop.stop()
         self.httpd.shutdown()

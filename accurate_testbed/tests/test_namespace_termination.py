@@ -79,3 +79,46 @@ def test_its_contents_go_first_then_the_namespace(cluster: Cluster, core: Any) -
     wait_for(gone_after_emptied, CONTROLLER_TIMEOUT, f"namespace {ns} to go")
     assert seen_empty_and_terminating
     assert set(seen_empty_and_terminating) == {"Terminating"}
+
+
+def test_only_the_finalize_subresource_changes_the_spec_finalizers(
+    cluster: Cluster, core: Any
+) -> None:
+    """The namespace strategy adds ``kubernetes`` on create and keeps the old finalizers on any
+    other update (pkg/registry/core/namespace/strategy.go, PrepareForCreate and
+    PrepareForUpdate); the finalize subresource sets them, and a terminating namespace left
+    with none goes."""
+    ns = cluster.unique("test")
+    body = {"metadata": {"name": ns, "labels": cluster.labels}, "spec": {"finalizers": ["a/b"]}}
+    created = core.create_namespace(body)
+    assert created.spec.finalizers == ["a/b", "kubernetes"]
+
+    core.patch_namespace(ns, {"spec": {"finalizers": None}})
+    assert core.read_namespace(ns).spec.finalizers == ["a/b", "kubernetes"]
+
+    path = f"/api/v1/namespaces/{ns}/finalize"
+    current = request(cluster.api_client, "GET", f"/api/v1/namespaces/{ns}")
+    current["spec"]["finalizers"] = ["a/b"]
+    finalized = request(cluster.api_client, "PUT", path, current)
+    assert finalized["spec"]["finalizers"] == ["a/b"]
+
+    core.delete_namespace(ns)
+    assert core.read_namespace(ns).spec.finalizers == ["a/b"]  # not the namespace controller's
+    current = request(cluster.api_client, "GET", f"/api/v1/namespaces/{ns}")
+    current["spec"]["finalizers"] = []
+    del current["metadata"]["resourceVersion"]  # the namespace controller may write meanwhile
+    request(cluster.api_client, "PUT", path, current)
+    wait_for(lambda: gone(core, ns), CONTROLLER_TIMEOUT, f"namespace {ns} to go")
+
+
+def test_the_finalizer_and_phase_a_new_namespace_gets_are_nobodys_fields(
+    cluster: Cluster, core: Any
+) -> None:
+    """PrepareForCreate adds them after the field manager recorded the request, so no
+    manager owns ``spec.finalizers`` or ``status.phase``."""
+    ns = cluster.namespace()
+    created = request(cluster.api_client, "GET", f"/api/v1/namespaces/{ns}")
+    assert created["spec"]["finalizers"] == ["kubernetes"]
+    assert created["status"]["phase"] == "Active"
+    (entry,) = created["metadata"]["managedFields"]
+    assert set(entry["fieldsV1"]) == {"f:metadata"}

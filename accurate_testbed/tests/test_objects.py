@@ -361,6 +361,8 @@ def test_delete_collection_honours_the_selector(cluster: Cluster, core) -> None:
 
 
 def test_foreground_deletion_waits_for_dependents(cluster: Cluster, core) -> None:
+    """Only a dependent whose reference says ``blockOwnerDeletion`` holds the owner up (the
+    collector's blockingDependents, pkg/controller/garbagecollector/graph.go)."""
     ns = cluster.namespace()
     owner = core.create_namespaced_config_map(ns, {"metadata": {"name": "owner"}})
     reference = {
@@ -368,6 +370,7 @@ def test_foreground_deletion_waits_for_dependents(cluster: Cluster, core) -> Non
         "kind": "ConfigMap",
         "name": "owner",
         "uid": owner.metadata.uid,
+        "blockOwnerDeletion": True,
     }
     held_config_map(cluster, ns, "dependent", ownerReferences=[reference])
     core.delete_namespaced_config_map("owner", ns, propagation_policy="Foreground")

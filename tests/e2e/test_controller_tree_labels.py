@@ -5,7 +5,7 @@ done with the real ``kubectl accurate``, and its webhook refuses a hand edit mad
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +45,16 @@ def start(
     config: Mapping[str, Any] = TREE_LABELS,
     manifests: str = "default",
     port: int | None = None,
+    flags: Sequence[str] = (),
 ) -> None:
-    """A controller (with tree labels on, unless ``config`` says otherwise) that also serves
-    the webhooks (on ``port`` if given), registered from the kustomize directory ``manifests``."""
+    """A controller (with tree labels on, unless ``config`` says otherwise, and ``flags``) that
+    also serves the webhooks (on ``port`` if given), registered from the kustomize directory
+    ``manifests``."""
     cert_dir = folder / "serving-certs"
     write_serving_pair(ca, cert_dir)
     port = port or free_port()
-    controllers.start(config, "--webhook-addr", f"127.0.0.1:{port}", "--cert-dir", str(cert_dir))
+    serving = ("--webhook-addr", f"127.0.0.1:{port}", "--cert-dir", str(cert_dir))
+    controllers.start(config, *serving, *flags)
     register_webhooks(scene.cluster, f"https://127.0.0.1:{port}", ca, manifests)
 
 

@@ -371,6 +371,24 @@ def test_usage_is_released_when_a_namespace_is_deleted(team: Team) -> None:
     team.wait_used(root, "compute", pods="1")
 
 
+def test_a_namespace_holding_an_hrq_is_deleted_with_it(team: Team) -> None:
+    """The namespace controller deletes the HRQ, the quotas kept for it and for the root's HRQ,
+    and the pod, each through the webhooks; nothing is refused and the root's usage is given
+    back."""
+    root, scene = team.root, team.scene
+    (org,) = team.tree("compute", "org", pods="3")
+    team.hrq(org, "local", pods="1")
+    team.counted((org, "local"), org)
+    created(team.pod(org, "one"))
+    created(team.pod(root, "two"))
+    team.wait_used(root, "compute", pods="2")
+    team.wait_used(org, "local", pods="1")
+
+    scene.kubectl("delete", "subnamespace", org, "-n", root, "--wait=false")
+    scene.wait_gone(org)
+    team.wait_used(root, "compute", pods="1")
+
+
 def test_a_scoped_hrq_counts_only_what_its_scopes_select(team: Team) -> None:
     root = team.root
     best_effort = {"matchExpressions": [{"scopeName": "BestEffort", "operator": "Exists"}]}
