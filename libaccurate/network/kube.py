@@ -12,7 +12,6 @@ command 25 ms or more of imports, ``http.client`` 12 % of a ``list`` (issue 18).
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import os
 import re
@@ -150,6 +149,8 @@ class Kube:
         """The same connection with every request bounded by ``seconds`` (or the tighter timeout
         it already had), for callers such as leader election that must never hang on a dead
         connection whatever the user's --request-timeout says."""
+        import copy  # with weakref, 1 % of a `list`, which needs neither
+
         bounded = copy.copy(self)
         bounded.timeout = min(self.timeout, seconds) if self.timeout else seconds
         return bounded
