@@ -39,14 +39,16 @@ import gc
 import os
 import sys
 
-from kubectl_accurate import preconnect
-
 
 def main() -> None:
     args = sys.argv[1:]
     if _answered(args):
         return
     gc.disable()
+    # Imported here: it loads typing, which the texts answered ahead have no use for (it was
+    # two fifths of a --version's instructions).
+    from kubectl_accurate import preconnect
+
     if preconnect.start(args):
         from kubectl_accurate.listing import run_straight as run
     else:
