@@ -11,7 +11,7 @@ legend then says.
 """
 
 # Annotations are evaluated here (no `from __future__ import annotations`): as strings, each
-# NamedTuple field cost a compile() at import, the first one 10 M instructions, 7 % of a
+# NamedTuple field cost a compile() at import, the first one 10 M instructions, 5 % of a
 # `list` (docs/design-notes.md, "`list` without click").
 
 import threading

@@ -7,7 +7,7 @@ once more and not followed, so a broken forest still prints.
 """
 
 # Annotations are evaluated here (no `from __future__ import annotations`): as strings, each
-# NamedTuple field cost a compile() at import, the first one 10 M instructions, 7 % of a
+# NamedTuple field cost a compile() at import, the first one 10 M instructions, 5 % of a
 # `list` (docs/design-notes.md, "`list` without click").
 
 from collections.abc import Callable, Iterator, Sequence

@@ -23,7 +23,7 @@ and the in-cluster service account are handed to that package, imported only the
 """
 
 # Annotations are evaluated here (no `from __future__ import annotations`): as strings, each
-# NamedTuple field cost a compile() at import, the first one 10 M instructions, 7 % of a
+# NamedTuple field cost a compile() at import, the first one 10 M instructions, 5 % of a
 # `list` (docs/design-notes.md, "`list` without click").
 
 import base64

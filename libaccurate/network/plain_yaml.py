@@ -13,7 +13,7 @@ hold every answer given to PyYAML's (tests/unit/test_plain_yaml.py).
 """
 
 # Annotations are evaluated here (no `from __future__ import annotations`): as strings, each
-# NamedTuple field cost a compile() at import, the first one 10 M instructions, 7 % of a
+# NamedTuple field cost a compile() at import, the first one 10 M instructions, 5 % of a
 # `list` (docs/design-notes.md, "`list` without click").
 
 from typing import Any, NamedTuple
