@@ -37,7 +37,7 @@ from controller.webhook import (
     VALIDATE_NAMESPACE_PATH,
     VALIDATE_SUBNAMESPACE_PATH,
 )
-from kubectl_accurate.flags import USER_AGENT as CLI_AGENT
+from kubectl_accurate.preconnect import USER_AGENT as CLI_AGENT
 from libaccurate import subnamespaces
 from libaccurate.constants import (
     FINALIZER,

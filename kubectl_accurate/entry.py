@@ -28,8 +28,9 @@ SubNamespaces of 10,000 namespaces and building their forest took 544 ms with th
 219 ms with this threshold, about as with no collector at all (222 ms; issue 29,
 bench/RESULTS.md). A command that truly runs long still collects.
 
-Before click loads, ``list`` starts connecting (``kubectl_accurate.preconnect``): the handshakes'
-round trips pass while the command tree loads.
+Before anything else loads, ``list`` starts connecting (``kubectl_accurate.preconnect``): the
+handshakes' round trips pass while the modules load. A ``list`` with no flag, the one that
+connects ahead, then runs without click and its command tree (``kubectl_accurate.listing``).
 """
 
 from __future__ import annotations
@@ -38,15 +39,20 @@ import gc
 import os
 import sys
 
-from kubectl_accurate import preconnect
-
 
 def main() -> None:
-    if _answered(sys.argv[1:]):
+    args = sys.argv[1:]
+    if _answered(args):
         return
     gc.disable()
-    preconnect.start(sys.argv[1:])
-    from kubectl_accurate.main import main as run
+    # Imported here: it loads typing, which the texts answered ahead have no use for (it was
+    # two fifths of a --version's instructions).
+    from kubectl_accurate import preconnect
+
+    if preconnect.start(args):
+        from kubectl_accurate.listing import run_straight as run
+    else:
+        from kubectl_accurate.main import main as run
     from libaccurate.network import collector
 
     collector.hold()

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 import click
 
 from kubectl_accurate import preconnect
-from kubectl_accurate.preconnect import USER_AGENT
 
 # The adapter is imported when a command connects: a command that only parses its command line
 # (--help, --version, completion) then loads nothing of it (issue 18).
@@ -152,7 +151,4 @@ def cache_dir(ctx: click.Context) -> str | None:
 def connect(ctx: click.Context) -> Kube:
     """The client for the command's connection flags; the one the entry point started
     connecting before click loaded, when it started one for these flags."""
-    from libaccurate.network.kube import Kube
-
-    options = connection_options(ctx)
-    return preconnect.taken(options) or Kube.connect(options, user_agent=USER_AGENT)
+    return preconnect.connect(connection_options(ctx))

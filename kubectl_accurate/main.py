@@ -22,7 +22,7 @@ import importlib
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
@@ -36,9 +36,7 @@ if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
     from kubectl_accurate.changes import Change
-    from kubectl_accurate.markers import Marking
     from kubectl_accurate.namespaces import Namespaces
-    from kubectl_accurate.reads import Below
     from kubectl_accurate.subnamespace_api import SubNamespaceApi
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -48,6 +46,7 @@ HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 # The plugin's own failures, by module and class. A module never imported cannot have raised
 # its error, so telling them apart needs no import (and a --help run loads none of them).
 FAILURES = (
+    ("kubectl_accurate.output", "CliError"),
     ("kubectl_accurate.changes", "Refused"),
     ("libaccurate.network.kubeconfig", "KubeError"),
     ("libaccurate.conversion", "ConversionError"),
@@ -143,8 +142,26 @@ class Root(Group):
             return super().invoke(ctx)
         except Exception as error:
             if _is_failure(error):
-                raise CliError(str(error)) from error
+                raise Failed(str(error)) from error
             raise
+
+
+class Failed(click.ClickException):
+    """One of the plugin's own failures as click shows it: ``error: ...`` on stderr, exit 1."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"error: {self.format_message()}", file=file or sys.stderr)
+
+
+def report(error: BaseException) -> None:
+    """End the process as click ends it when a command of the tree raises ``error``, so that a
+    command run without click (``kubectl_accurate.listing.run_straight``) fails the same way:
+    the same message and exit code, a broken pipe or Ctrl-C treated as click treats them."""
+
+    def fail() -> None:
+        raise error
+
+    Root(PROG, callback=fail, invoke_without_command=True).main([], prog_name=PROG)
 
 
 def _is_failure(error: Exception) -> bool:
@@ -230,19 +247,6 @@ def _api(ctx: click.Context) -> SubNamespaceApi:
     return SubNamespaceApi(connect(ctx), cache_dir(ctx))
 
 
-def _view(
-    api: SubNamespaceApi, names: list[str | None], below: Below = "nothing", note: str = ""
-) -> Namespaces:
-    """The namespaces a reading command shows; a partial view says so on stderr, with
-    ``note`` when the command has one of its own."""
-    from kubectl_accurate.reads import LIMITED_NOTE, read_namespaces
-
-    namespaces = read_namespaces(api.kube, api, names, below)
-    if not namespaces.complete:
-        click.echo(note or LIMITED_NOTE, err=True)
-    return namespaces
-
-
 @click.group(
     cls=Root,
     deferred=DEFERRED,
@@ -314,25 +318,9 @@ def list_trees(
     (grafted by its parent label alone) shows only when the current namespace is it or below
     it.
     """
-    from kubectl_accurate.reads import TREE_NOTE
+    from kubectl_accurate import listing
 
-    marking: Marking | None = None
-    api = _api(ctx)
-    # Without ROOT the trees are drawn from the top of the current namespace's chain, so a
-    # partial view reads down from every namespace on the way up: one grafted without a
-    # SubNamespace is then in its tree when the view starts at it (kubectl_accurate.reads).
-    below: Below = "named" if top else "chain"
-    # Drawn trees are marked unless --no-markers; data (-o) only when --markers asks.
-    marked = output is None if markers is None else markers
-    if marked:
-        from kubectl_accurate.markers import Marking, read_with_origins
-
-        namespaces, origins = read_with_origins(api, lambda: _view(api, [top], below, TREE_NOTE))
-        marking = Marking(namespaces.forest, origins)
-    else:
-        namespaces = _view(api, [top], below, TREE_NOTE)
-    tops = _tops(namespaces.forest.roots(), top, namespaces, "roots")
-    _show_trees(tops, namespaces.forest.children, "children", output, marking)
+    listing.list_trees(_api(ctx), top, output, markers)
 
 
 sub.add_command(root.commands["list"], "list")
@@ -349,42 +337,12 @@ def list_templates(ctx: click.Context, top: str | None, output: str | None) -> N
     cannot be found: only the templates you may read from TEMPLATE (else the current
     namespace) up are shown.
     """
-    namespaces = _view(_api(ctx), [top])
+    from kubectl_accurate import listing
+
+    namespaces = listing.view(_api(ctx), [top])
     forest = namespaces.forest
-    tops = _tops(forest.templates(), top, namespaces, "templates")
-    _show_trees(tops, forest.instances, "instances", output)
-
-
-def _tops(
-    default: tuple[str, ...], top: str | None, namespaces: Namespaces, what: str
-) -> tuple[str, ...]:
-    if top is not None:
-        if top not in namespaces.forest:
-            raise CliError(namespaces.missing(top))
-        return (top,)
-    if default or namespaces.complete:
-        return default
-    raise CliError(
-        f"you may not list namespaces, and there are no {what} among those you may read from "
-        "the current namespace; name one, or pick a current namespace with -n"
-    )
-
-
-def _show_trees(
-    tops: tuple[str, ...],
-    step: Callable[[str], tuple[str, ...]],
-    key: str,
-    output: str | None,
-    marking: Marking | None = None,
-) -> None:
-    from kubectl_accurate import trees
-
-    grown = [trees.grow(top, step, marking.mark if marking else None) for top in tops]
-    printer = Printer()
-    if output:
-        printer.data([trees.to_data(tree, key) for tree in grown], output)
-    else:
-        trees.draw(printer, grown, marking.legend() if marking else "")
+    tops = listing.shown_tops(forest.templates(), top, namespaces, "templates")
+    listing.show_trees(tops, forest.instances, "instances", output)
 
 
 @command(namespace, "describe", "ns describe team-a-dev")
@@ -401,11 +359,12 @@ def describe_namespace(
     the kinds Accurate usually propagates; the output says which.
     """
     from kubectl_accurate import describe
+    from kubectl_accurate.listing import view
     from kubectl_accurate.reads import CHILDREN_NOTE
     from kubectl_accurate.watched import find_watched
 
     api = _api(ctx)
-    namespaces = _view(api, [name], "named", CHILDREN_NOTE)
+    namespaces = view(api, [name], "named", CHILDREN_NOTE)
     if namespaces.get(name) is None:
         raise CliError(namespaces.missing(name))
     watched = find_watched(api.kube, accurate_namespace)

@@ -10,7 +10,9 @@ not list SubNamespaces everywhere is marked from the SubNamespaces their view al
 legend then says.
 """
 
-from __future__ import annotations
+# Annotations are evaluated here (no `from __future__ import annotations`): as strings, each
+# NamedTuple field cost a compile() at import, the first one 10 M instructions, 5 % of a
+# `list` (docs/design-notes.md, "`list` without click").
 
 import threading
 from collections.abc import Callable, Iterable

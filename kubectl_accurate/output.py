@@ -10,20 +10,18 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any, TextIO
-
-import click
+from typing import Any, TextIO
 
 # A piece of a line: plain text, or text with a rich style name used only on a terminal.
 Span = str | tuple[str, str]
 OUTPUT_FORMATS = ("json", "yaml")
 
 
-class CliError(click.ClickException):
-    """A failure the user can act on; printed as ``error: ...`` on stderr, exit code 1."""
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"error: {self.format_message()}", file=file or sys.stderr)
+class CliError(Exception):
+    """A failure the user can act on; printed as ``error: ...`` on stderr, exit code 1, by the
+    command tree (``kubectl_accurate.main``), as every failure of the plugin's own. Not click's
+    exception, so that what prints needs no click: ``list`` runs without it
+    (``kubectl_accurate.listing``)."""
 
 
 def wants_color(stream: TextIO) -> bool:
@@ -65,6 +63,8 @@ class Printer:
     def data(self, value: Any, output: str) -> None:
         """Machine-readable output: JSON with two-space indents, or block-style YAML. Each is
         imported only when asked for: the text output, which most runs print, needs neither."""
+        import click
+
         if output == "json":
             import json
 

@@ -34,22 +34,31 @@ COMMANDS = {"list": 2, "ls": 2}
 _prepared: list[Kube | KubeError] = []
 
 
-def start(args: list[str]) -> None:
+def start(args: list[str]) -> bool:
     """Read the kubeconfig and start connecting, if the command line is one of ``COMMANDS``
-    with at most one argument more and no flag."""
+    with at most one argument more and no flag; say whether it was."""
     if not args or args[0] not in COMMANDS or len(args) > 2:
-        return
+        return False
     if any(arg.startswith("-") for arg in args) or rendered.COMPLETE_VAR in os.environ:
-        return  # a flag may change the connection; shell completion sends nothing
+        return False  # a flag may change the connection; shell completion sends nothing
     from libaccurate.network.kube import ConnectionOptions, Kube, KubeError
 
     try:
         kube = Kube.connect(ConnectionOptions(), user_agent=USER_AGENT)
     except KubeError as error:
         _prepared.append(error)
-        return
+        return True
     kube.open_ahead(COMMANDS[args[0]])
     _prepared.append(kube)
+    return True
+
+
+def connect(options: ConnectionOptions) -> Kube:
+    """The client for these connection settings: the one ``start`` made, when it made one for
+    them."""
+    from libaccurate.network.kube import Kube
+
+    return taken(options) or Kube.connect(options, user_agent=USER_AGENT)
 
 
 def taken(options: ConnectionOptions) -> Kube | None:

@@ -14,7 +14,8 @@ from typing import Any
 import click
 
 from kubectl_accurate import hrq_reads, trees
-from kubectl_accurate.main import _api, _view, command, namespace_argument, output_option, root
+from kubectl_accurate.listing import view
+from kubectl_accurate.main import _api, command, namespace_argument, output_option, root
 from kubectl_accurate.output import CliError, Printer
 from kubectl_accurate.quota_limits import Limits, Shown
 from kubectl_accurate.reads import TREE_NOTE
@@ -40,7 +41,7 @@ def show_quotas(ctx: click.Context, top: str | None, output: str | None) -> None
     not read is named without its numbers.
     """
     api = _api(ctx)
-    namespaces = _view(api, [top], "named" if top else "chain", TREE_NOTE)
+    namespaces = view(api, [top], "named" if top else "chain", TREE_NOTE)
     forest = namespaces.forest
     if top is not None and top not in forest:
         raise CliError(namespaces.missing(top))

@@ -15,9 +15,9 @@ from datetime import datetime, timezone
 
 import click
 
+from kubectl_accurate.listing import view
 from kubectl_accurate.main import (
     _api,
-    _view,
     accurate_namespace_option,
     command,
     namespace_argument,
@@ -88,7 +88,7 @@ def report(
     api = _api(ctx)
     kube = api.kube
     # The same view as ``list``'s, and the same note on stderr when it is partial.
-    namespaces = _view(api, [top], "named" if top else "chain", TREE_NOTE)
+    namespaces = view(api, [top], "named" if top else "chain", TREE_NOTE)
     if top is not None and namespaces.forest.root_of(top) != top:
         known = top in namespaces.forest
         raise CliError(f"{top} is not a root namespace" if known else f"namespace {top} not found")

@@ -15,9 +15,10 @@ import subprocess
 import click
 
 from kubectl_accurate.access import namespace_labels
-from kubectl_accurate.flags import USER_AGENT, connection_options
+from kubectl_accurate.flags import connection_options
 from kubectl_accurate.main import epilog, root
 from kubectl_accurate.output import CliError
+from kubectl_accurate.preconnect import USER_AGENT
 from kubectl_accurate.reviews import allowed
 from libaccurate.access import SUDO_PREFIX, TURN_SUDO_ON, sudo_group
 from libaccurate.constants import LABEL_PARENT, LABEL_TYPE, TYPE_ROOT

@@ -6,7 +6,9 @@ again below itself (a cycle, which the webhooks prevent but a bypass can create)
 once more and not followed, so a broken forest still prints.
 """
 
-from __future__ import annotations
+# Annotations are evaluated here (no `from __future__ import annotations`): as strings, each
+# NamedTuple field cost a compile() at import, the first one 10 M instructions, 5 % of a
+# `list` (docs/design-notes.md, "`list` without click").
 
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -18,7 +20,7 @@ BRANCH, LAST, PIPE, SPACE = "├── ", "└── ", "│   ", "    "
 
 class Tree(NamedTuple):
     name: str
-    below: tuple[Tree, ...]
+    below: tuple["Tree", ...]
     repeated: bool = False
     marker: str = ""
 

@@ -11,7 +11,6 @@ reads as the Go controller's would in the same state, whatever extra conditions 
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Mapping
@@ -64,6 +63,8 @@ def convert_subnamespace(obj: Mapping[str, Any], to_api_version: str) -> dict[st
                 f"unknown {role} apiVersion {version!r}; expected one of {', '.join(API_VERSIONS)}"
             )
     _check_shape(obj, source == V1)
+    import copy  # here: `kubectl accurate list` loads this module and converts nothing
+
     converted = copy.deepcopy(dict(obj))
     if source == V1 and to_api_version != V1:
         _v1_to_v2(converted)

@@ -8,7 +8,9 @@ admission rules and the CLI all ask, and it finds the states that webhooks shoul
 namespaces alone rather than act on a broken picture.
 """
 
-from __future__ import annotations
+# Annotations are evaluated here (no `from __future__ import annotations`): as strings, each
+# NamedTuple field cost a compile() at import, the first one 10 M instructions, 5 % of a
+# `list` (docs/design-notes.md, "`list` without click").
 
 import bisect
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -130,7 +132,7 @@ class Forest:
         self._problems: dict[str, Problem | None] = {}
 
     @classmethod
-    def build(cls, namespaces: Iterable[Mapping[str, Any] | Node]) -> Forest:
+    def build(cls, namespaces: Iterable[Mapping[str, Any] | Node]) -> "Forest":
         """Index Namespace objects (or ready-made nodes) by name, parent and template."""
         forest = cls()
         for item in namespaces:
@@ -289,7 +291,7 @@ class Forest:
                 found.update(self.walk_sources(name).names)
         return frozenset(found)
 
-    def copy(self) -> Forest:
+    def copy(self) -> "Forest":
         """An independent forest of the same namespaces, for a pass to change as it plans."""
         return Forest(
             dict(self.nodes),

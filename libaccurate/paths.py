@@ -6,7 +6,10 @@ they are about without importing the network adapter that requests them.
 
 from __future__ import annotations
 
-from urllib.parse import quote
+import re
+
+# What ``quote(..., safe="")`` leaves as it is; every Kubernetes name is made of these.
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~-]*")
 
 
 def resource_path(
@@ -22,10 +25,20 @@ def resource_path(
     prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
     parts = [prefix]
     if namespace:
-        parts.append(f"namespaces/{quote(namespace, safe='')}")
+        parts.append(f"namespaces/{_quoted(namespace)}")
     parts.append(plural)
     if name:
-        parts.append(quote(name, safe=""))
+        parts.append(_quoted(name))
     if subresource:
         parts.append(subresource)
     return "/".join(parts)
+
+
+def _quoted(name: str) -> str:
+    """``quote(name, safe="")``; urllib.parse, with ipaddress, is imported only for a name that
+    needs quoting (5 % of a ``kubectl accurate list``, whose names never do)."""
+    if _UNQUOTED.fullmatch(name):
+        return name
+    from urllib.parse import quote
+
+    return quote(name, safe="")

@@ -189,7 +189,8 @@ class Connection:
 
 def open_socket(host: str, port: int, timeout: float | None) -> socket.socket:
     """A TCP connection, each write sent at once (no wait for the peer's delayed ACK)."""
-    sock = socket.create_connection((host, port), timeout)
+    # getaddrinfo takes bytes as well, which typeshed's create_connection does not say.
+    sock = socket.create_connection((_encoded(host), port), timeout)  # type: ignore[arg-type]
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     except BaseException:
@@ -202,10 +203,24 @@ def secure(sock: socket.socket, tls: ssl.SSLContext, server_name: str | None) ->
     """TLS over ``sock``, its certificate checked for ``server_name``; ``sock`` closed on
     failure."""
     try:
-        return tls.wrap_socket(sock, server_hostname=server_name)
+        hostname = None if server_name is None else _encoded(server_name)
+        return tls.wrap_socket(sock, server_hostname=hostname)
     except BaseException:
         sock.close()
         raise
+
+
+def _encoded(name: str) -> str | bytes:
+    """``name`` as the ``idna`` codec encodes it, when that is its ASCII bytes unchanged (an
+    address, or a name of ASCII labels of 1 to 63 characters: the codec's own shortcut), else
+    ``name`` for the codec. ``socket`` and ``ssl`` encode a str host with that codec, and
+    importing it (with ``unicodedata`` and ``stringprep``) was 2 % of a ``list``'s instructions;
+    given bytes, they take them as they are."""
+    if name.isascii():
+        *labels, last = name.split(".")
+        if all(0 < len(label) < 64 for label in labels) and len(last) < 64:
+            return name.encode("ascii")
+    return name
 
 
 def _line(reader: BufferedReader) -> bytes:

@@ -12,7 +12,6 @@ command 25 ms or more of imports, ``http.client`` 12 % of a ``list`` (issue 18).
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import os
 import re
@@ -20,7 +19,6 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode, urlsplit
 
 # KubeError and ConnectionOptions are defined with the loader, which needs them first; every
 # caller imports them from here, with the rest of the adapter.
@@ -49,6 +47,9 @@ JSON_PATCH = "application/json-patch+json"
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
+# A server URL in the form kubeconfigs hold it: http(s), a name or address, a port, a plain
+# path. ``_server_parts`` reads it without urllib.parse.
+_PLAIN_SERVER = re.compile(r"(https?)://([A-Za-z0-9.-]+)(?::([0-9]{1,5}))?(/[A-Za-z0-9._~/-]*)?")
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|m|s|ms)?)+$")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)?")
 _SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
@@ -150,6 +151,8 @@ class Kube:
         """The same connection with every request bounded by ``seconds`` (or the tighter timeout
         it already had), for callers such as leader election that must never hang on a dead
         connection whatever the user's --request-timeout says."""
+        import copy  # with weakref, 1 % of a `list`, which needs neither
+
         bounded = copy.copy(self)
         bounded.timeout = min(self.timeout, seconds) if self.timeout else seconds
         return bounded
@@ -282,7 +285,7 @@ class Kube:
     ) -> Response:
         """Send one request on ``connection`` and return the response, its body not yet read.
         ``timeout`` bounds the connect and each read, as kubectl's --request-timeout does."""
-        target = self._connections.prefix + path + (f"?{urlencode(query)}" if query else "")
+        target = self._connections.prefix + path + (f"?{_query_string(query)}" if query else "")
         authorization = self.credentials.authorization()
         headers = [
             *self.headers.items(),
@@ -320,6 +323,35 @@ class Kube:
         return KubeError(f"cannot reach the API server at {self.host}{via}: {error}")
 
 
+def _query_string(query: Mapping[str, str]) -> str:
+    """``urlencode(query)``, imported when a request has a query (``list`` sends none)."""
+    from urllib.parse import urlencode
+
+    return urlencode(query)
+
+
+def _server_parts(host: str) -> tuple[str, str | None, int | None, str, str]:
+    """The scheme, host name, port, path and authority of the server at ``host`` (a URL, or
+    an address, then http), as ``urlsplit`` gives them. The form kubeconfigs hold is read
+    here: importing urllib.parse, with ipaddress, was 5 % of a ``list``; any other goes to
+    urlsplit, whose errors stay as they were."""
+    url = host if "://" in host else f"http://{host}"
+    plain = _PLAIN_SERVER.fullmatch(url)
+    if plain is not None and int(plain[3] or 0) <= 65535:
+        scheme, name, port, path = plain.groups()
+        authority = f"{name}:{port}" if port is not None else name
+        number = None if port is None else int(port)
+        return scheme, name.lower(), number, path or "", authority
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        number = parts.port
+    except ValueError as error:  # a port that is not a number
+        raise KubeError(f"invalid API server address {host}: {error}") from error
+    return parts.scheme, parts.hostname, number, parts.path, parts.netloc.rpartition("@")[2]
+
+
 class _Connections:
     """Keep-alive connections to one API server, shared by the threads using one ``Kube``: a
     request takes an idle one (or opens one) and gives it back once its response is read; at
@@ -328,16 +360,12 @@ class _Connections:
 
     def __init__(self, credentials: Credentials, size: int) -> None:
         host = credentials.host
-        parts = urlsplit(host if "://" in host else f"http://{host}")
-        self.prefix = parts.path.rstrip("/")
-        self._secure = parts.scheme == "https"
-        try:
-            self._address = (parts.hostname or "", parts.port or (443 if self._secure else 80))
-        except ValueError as error:  # a port that is not a number
-            raise KubeError(f"invalid API server address {host}: {error}") from error
-        self._authority = parts.netloc.rpartition("@")[2]
+        scheme, hostname, port, path, self._authority = _server_parts(host)
+        self.prefix = path.rstrip("/")
+        self._secure = scheme == "https"
+        self._address = (hostname or "", port or (443 if self._secure else 80))
         self._tls = _ssl_context(credentials) if self._secure else None
-        self._server_name = credentials.tls_server_name or parts.hostname
+        self._server_name = credentials.tls_server_name or hostname
         self._proxy = credentials.proxy
         self._size = size
         self._idle: list[Connection] = []

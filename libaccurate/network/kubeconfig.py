@@ -22,7 +22,9 @@ accurate`` command. Credentials that a program produces (``exec`` plugins, ``aut
 and the in-cluster service account are handed to that package, imported only then.
 """
 
-from __future__ import annotations
+# Annotations are evaluated here (no `from __future__ import annotations`): as strings, each
+# NamedTuple field cost a compile() at import, the first one 10 M instructions, 5 % of a
+# `list` (docs/design-notes.md, "`list` without click").
 
 import base64
 import binascii
@@ -30,12 +32,9 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from libaccurate.network import plain_yaml
-
-if TYPE_CHECKING:
-    from libaccurate.network.proxies import Proxy
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 # The environment variables that may choose a proxy (libaccurate.network.proxies).
@@ -85,6 +84,23 @@ class ConnectionOptions(NamedTuple):
     impersonate_groups: tuple[str, ...] = ()
     namespace: str | None = None
     disable_compression: bool = False
+
+
+class Proxy(NamedTuple):
+    """A proxy to go through: ``scheme`` is how we speak to it (http or https), ``shown`` its URL
+    without credentials, for messages, ``source`` the setting that chose it. Chosen by
+    ``libaccurate.network.proxies``; kept here, beside the credentials that carry it, because
+    their fields are evaluated when this module loads (see the module's docstring)."""
+
+    scheme: str
+    host: str
+    port: int
+    authorization: str | None
+    shown: str
+    source: str
+
+    def describe(self) -> str:
+        return f"the proxy {self.shown} (from {self.source})"
 
 
 class Credentials(NamedTuple):

@@ -12,7 +12,9 @@ hands the file to PyYAML, which decides. Declining is always correct, only slowe
 hold every answer given to PyYAML's (tests/unit/test_plain_yaml.py).
 """
 
-from __future__ import annotations
+# Annotations are evaluated here (no `from __future__ import annotations`): as strings, each
+# NamedTuple field cost a compile() at import, the first one 10 M instructions, 5 % of a
+# `list` (docs/design-notes.md, "`list` without click").
 
 from typing import Any, NamedTuple
 

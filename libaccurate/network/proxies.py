@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, unquote, urlsplit
 
-from libaccurate.network.kubeconfig import KubeError
+from libaccurate.network.kubeconfig import KubeError, Proxy
 
 if TYPE_CHECKING:
     from ipaddress import IPv4Address, IPv6Address
@@ -33,21 +33,6 @@ if TYPE_CHECKING:
 
 DEFAULT_PORTS = {"http": 80, "https": 443, "socks5": 1080}
 SPOKEN = ("http", "https")
-
-
-class Proxy(NamedTuple):
-    """A proxy to go through: ``scheme`` is how we speak to it (http or https), ``shown`` its URL
-    without credentials, for messages, ``source`` the setting that chose it."""
-
-    scheme: str
-    host: str
-    port: int
-    authorization: str | None
-    shown: str
-    source: str
-
-    def describe(self) -> str:
-        return f"the proxy {self.shown} (from {self.source})"
 
 
 def choose_proxy(

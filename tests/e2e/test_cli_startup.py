@@ -3,17 +3,19 @@ the interpreter's own import log, never with a stopwatch.
 
 ``--version``, the top-level help and ``completion SHELL`` print a text rendered ahead, and load
 neither click nor the command tree (unless the terminal is too narrow for the help as
-rendered). Other help and completion only parse a command line, so they load click and the
-command tree and nothing else: no YAML, TLS, HTTP, colour, rules, API adapter, nor the modules
-of the commands kept apart (``access``, ``report``, ``sudo``), which load when used, nor
-``pathlib`` or ``dataclasses``.
+rendered), nor ``typing``. Other help and completion only parse a command line, so they load
+click and the command tree and nothing else: no YAML, TLS, HTTP, colour, rules, API adapter,
+nor the modules of the commands kept apart (``access``, ``report``, ``sudo``), which load when
+used, nor ``pathlib`` or ``dataclasses``.
 With a kubeconfig of static credentials, ``list`` must not import the ``kubernetes`` package
 (a quarter of a second of generated client), nor an HTTP library (not even ``http.client``),
 nor rich when its output is not a terminal, nor the modules only other commands use, nor
 ``pathlib``; nor PyYAML, a fifth of a ``list``, when the kubeconfig is the plain YAML tools
 write. That holds whether the CA, client certificate and key are files or data embedded in the
 kubeconfig (as kind, kubeadm and the cloud CLIs write them): on Linux data reaches the ssl
-module through memory files, so not even ``tempfile`` is loaded for it (issue 30).
+module through memory files, so not even ``tempfile`` is loaded for it (issue 30). With no
+flag, ``list`` loads neither click nor the command tree, which nothing on such a command line
+needs (``kubectl_accurate.listing``).
 The console script runs by its interpreter without ``site`` (``-S``), the project and its
 dependencies on ``PYTHONPATH``: what ``site`` loads is the interpreter's, not the plugin's, and
 in a development install it loads ``pathlib`` for its import finder.
@@ -66,6 +68,9 @@ NOT_FOR_LIST = (
     # Paths are strings on this path: pathlib, with what it imports, was 1 % of a list.
     "pathlib",
 )
+# A list with no flag runs without click and the command tree (kubectl_accurate.listing):
+# importing them was more than a quarter of its instructions.
+NOT_FOR_LIST_WITHOUT_FLAGS = ("click", "kubectl_accurate.main", "kubectl_accurate.flags")
 # What of the project such a run must not load: the commands kept apart, the rules, the API
 # adapter and the machinery of the commands (which import theirs inside the command).
 RULES = (
@@ -201,8 +206,8 @@ def test_list_starts_without_the_kubernetes_package_and_what_only_other_commands
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{root} [r]\n\n[r] root\n"
     modules = imported(result.stderr)
-    assert {"kubectl_accurate.main", "libaccurate.network.kubeconfig"} <= modules  # the log is real
-    forbidden = set(NOT_FOR_LIST)
+    assert {"kubectl_accurate.listing", "libaccurate.network.kubeconfig"} <= modules  # log is real
+    forbidden = {*NOT_FOR_LIST, *NOT_FOR_LIST_WITHOUT_FLAGS}
     if not uses_static_credentials(kubeconfig):
         forbidden -= set(KUBERNETES)  # which imports PyYAML too
     elif read_without_pyyaml(kubeconfig):  # as every kubeconfig the unit tests hold from tools
@@ -232,6 +237,7 @@ def test_a_command_line_that_only_prints_a_text_prints_it_without_click(
     assert "kubectl_accurate.rendered" in modules  # the log is real
     assert "kubectl_accurate.main" not in modules
     assert {m for m in modules if m.split(".")[0] == "click"} == set()
+    assert "typing" not in modules  # two fifths of such a run, with what it imports
     assert modules & set(RULES) == set()
     assert {m for m in modules if m.split(".")[0] in NOT_FOR_PARSING} == set()
 

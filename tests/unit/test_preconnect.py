@@ -1,6 +1,6 @@
 """The entry point connects ahead only for a ``list`` whose connection settings are surely the
-defaults, and the command then gets what reading the kubeconfig gave, once: the client, or the
-error (issue 29)."""
+defaults (and then runs it without click), and the command then gets what reading the
+kubeconfig gave, once: the client, or the error (issue 29)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def kubeconfig(tmp_path: Path, port: int, monkeypatch: pytest.MonkeyPatch) -> Pa
 def test_list_without_flags_gets_the_client_made_ahead_once(
     kubeconfig: Path, port: int, args: list[str]
 ) -> None:
-    preconnect.start(args)
+    assert preconnect.start(args)
     kube = preconnect.taken(ConnectionOptions())
     assert kube is not None
     assert kube.host == f"http://127.0.0.1:{port}"
@@ -77,7 +77,7 @@ def test_list_without_flags_gets_the_client_made_ahead_once(
 def test_other_command_lines_connect_when_the_command_does(
     kubeconfig: Path, args: list[str]
 ) -> None:
-    preconnect.start(args)
+    assert not preconnect.start(args)
     assert preconnect.taken(ConnectionOptions()) is None
 
 
@@ -85,7 +85,7 @@ def test_shell_completion_connects_to_nothing(
     kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(rendered.COMPLETE_VAR, "bash_complete")
-    preconnect.start(["list"])
+    assert not preconnect.start(["list"])
     assert preconnect.taken(ConnectionOptions()) is None
 
 
@@ -101,7 +101,7 @@ def test_a_kubeconfig_that_cannot_be_read_is_the_commands_error_once(
     kubeconfig: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
-    preconnect.start(["list"])
+    assert preconnect.start(["list"])
     with pytest.raises(KubeError, match="no kubeconfig found"):
         preconnect.taken(ConnectionOptions())
     assert preconnect.taken(ConnectionOptions()) is None
