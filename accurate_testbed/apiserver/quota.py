@@ -18,7 +18,6 @@ evaluation timed out``, while the check goes on).
 
 from __future__ import annotations
 
-import copy
 import threading
 import uuid
 from collections import deque
@@ -28,6 +27,7 @@ from typing import Any
 
 from accurate_testbed.apiserver import errors
 from accurate_testbed.apiserver.api import Api, Attempt, Caller, Obj
+from accurate_testbed.apiserver.cloning import clone
 from accurate_testbed.apiserver.errors import ApiError
 from accurate_testbed.apiserver.quota_evaluators import Evaluator, evaluator_for, matches
 from libaccurate import quantity
@@ -316,7 +316,7 @@ def _charge(quota: Obj, delta: quantity.ResourceList, attempt: Attempt) -> Obj:
             f"used: {quantity.pretty(quantity.mask(used, over))}, "
             f"limited: {quantity.pretty(quantity.mask(hard, over))}",
         )
-    charged = copy.deepcopy(quota)
+    charged = clone(quota)
     charged.setdefault("status", {})["used"] = quantity.render_list(new_usage)
     return charged
 

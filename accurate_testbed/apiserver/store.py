@@ -15,12 +15,13 @@ object before it), which is how a chunked list serves all its pages at the versi
 from __future__ import annotations
 
 import bisect
-import copy
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from accurate_testbed.apiserver.cloning import clone
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str, str]  # group, plural, namespace ("" if cluster-scoped), name
@@ -221,7 +222,7 @@ class Store:
         """Store a copy of ``obj`` under a new resourceVersion; returns the stored object."""
         with self.changed:
             key = key_of(group, plural, obj)
-            stored = copy.deepcopy(obj)
+            stored = clone(obj)
             table = self._tables.setdefault((group, plural), _Table())
             previous = table.objects.get(key[2:])
             event = "ADDED" if previous is None else "MODIFIED"
@@ -241,7 +242,7 @@ class Store:
             table.drop(key[2:])
             self._uids.pop(current["metadata"]["uid"], None)
             self._rv += 1
-            final = copy.deepcopy(current)
+            final = clone(current)
             final["metadata"]["resourceVersion"] = str(self._rv)
             self._record(Change(self._rv, "DELETED", group, plural, final, current))
             return final
