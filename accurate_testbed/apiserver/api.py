@@ -671,11 +671,11 @@ class Api:
     def _patched(self, resource: Resource, old: Obj, patch: Any, content_type: str) -> Obj:
         try:
             if content_type == MERGE_PATCH:
-                result = json_merge_patch(clone(old), patch)
+                result = json_merge_patch(old, patch)
             elif content_type == JSON_PATCH:
-                result = json_patch(clone(old), patch)
+                result = json_patch(old, patch)
             elif content_type == STRATEGIC_PATCH and not resource.custom:
-                result = strategic_merge_patch(clone(old), patch, resource.kind)
+                result = strategic_merge_patch(old, patch, resource.kind)
             else:
                 accepted = [JSON_PATCH, MERGE_PATCH, APPLY_PATCH]
                 if not resource.custom:
