@@ -9,7 +9,6 @@ object really changed.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import datetime
 import json
@@ -22,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 import yaml
 
 from accurate_testbed.apiserver import conversion, crds, errors, paging, schema, validate
+from accurate_testbed.apiserver.cloning import clone
 from accurate_testbed.apiserver.defaults import apply_builtin_defaults
 from accurate_testbed.apiserver.errors import ApiError, GoStruct
 from accurate_testbed.apiserver.managedfields import ApplyConflict, record_update, server_side_apply
@@ -59,6 +59,7 @@ _NAMESPACE_TERMINATING_CONFLICT = (
     "namespace will automatically be purged by the system."
 )
 _CONFLICT_RETRIES = 5
+_VOLATILE_METADATA = ("resourceVersion", "managedFields")
 WHOLE = ListOptions()  # a LIST without paging options: everything, now
 # libyaml's loader when present: apply bodies are parsed on every apply, and the pure-Python
 # loader costs milliseconds for a role's worth of rules.
@@ -148,14 +149,20 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _without_volatile(obj: Obj) -> Obj:
-    """The object minus what changes on every write even when nothing else does."""
-    result = copy.deepcopy(obj)
-    meta = result["metadata"]
-    meta.pop("resourceVersion", None)
-    for entry in meta.get("managedFields") or []:
-        entry.pop("time", None)
-    return result
+def _without_volatile(obj: Obj) -> tuple[Obj, Obj, list[Obj] | None]:
+    """The object minus what changes on every write even when nothing else does, in parts
+    made for comparing: built of shallow copies, as it is done twice for every update."""
+    meta = obj["metadata"]
+    entries = meta.get("managedFields")
+    return (
+        {key: value for key, value in obj.items() if key != "metadata"},
+        {key: value for key, value in meta.items() if key not in _VOLATILE_METADATA},
+        None if entries is None else [_without_time(entry) for entry in entries],
+    )
+
+
+def _without_time(entry: Obj) -> Obj:
+    return {key: value for key, value in entry.items() if key != "time"}
 
 
 def _spec_part(obj: Obj, resource: Resource) -> Obj:
@@ -434,7 +441,7 @@ class Api:
         configuration: its manager owns what it sent, not the defaults the server fills in)."""
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was not a JSON object")
-        obj = copy.deepcopy(body)
+        obj = clone(body)
         kind = obj.get("kind")
         if kind and kind != resource.kind:
             raise errors.bad_request(
@@ -459,7 +466,7 @@ class Api:
         if default:
             return self._default(resource, obj, strict)
         if strict and resource.custom:
-            self._default(resource, copy.deepcopy(obj), strict)
+            self._default(resource, clone(obj), strict)
         return obj
 
     def _default(self, resource: Resource, obj: Obj, strict: bool = False) -> Obj:
@@ -557,13 +564,13 @@ class Api:
     ) -> Obj:
         requested_rv = new["metadata"].get("resourceVersion")
         if subresource == "status":
-            new = {**copy.deepcopy(old), "status": new.get("status", {})}
+            new = {**clone(old), "status": new.get("status", {})}
         elif subresource == "finalize":
-            new = {**copy.deepcopy(old), "spec": {**old.get("spec", {}), **new.get("spec", {})}}
+            new = {**clone(old), "spec": {**old.get("spec", {}), **new.get("spec", {})}}
         elif resource.has_status:
             new = {k: v for k, v in new.items() if k != "status"}
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = clone(old["status"])
         meta, old_meta = new["metadata"], old["metadata"]
         meta.pop("resourceVersion", None)
         if requested_rv:
@@ -578,7 +585,7 @@ class Api:
             # PrepareForUpdate); an empty list is omitted, as it serializes.
             spec = new.setdefault("spec", {})
             source = spec if subresource == "finalize" else old.get("spec") or {}
-            finalizers = copy.deepcopy(source.get("finalizers"))
+            finalizers = clone(source.get("finalizers"))
             spec.pop("finalizers", None)
             if finalizers:
                 spec["finalizers"] = finalizers
@@ -664,11 +671,11 @@ class Api:
     def _patched(self, resource: Resource, old: Obj, patch: Any, content_type: str) -> Obj:
         try:
             if content_type == MERGE_PATCH:
-                result = json_merge_patch(copy.deepcopy(old), patch)
+                result = json_merge_patch(old, patch)
             elif content_type == JSON_PATCH:
-                result = json_patch(copy.deepcopy(old), patch)
+                result = json_patch(old, patch)
             elif content_type == STRATEGIC_PATCH and not resource.custom:
-                result = strategic_merge_patch(copy.deepcopy(old), patch, resource.kind)
+                result = strategic_merge_patch(old, patch, resource.kind)
             else:
                 accepted = [JSON_PATCH, MERGE_PATCH, APPLY_PATCH]
                 if not resource.custom:
@@ -750,7 +757,7 @@ class Api:
         if current["metadata"].get("deletionTimestamp"):
             name = current["metadata"]["name"]
             raise errors.conflict("", "namespaces", name, _NAMESPACE_TERMINATING_CONFLICT)
-        new = copy.deepcopy(current)
+        new = clone(current)
         new["metadata"]["deletionTimestamp"] = now()
         new["metadata"]["deletionGracePeriodSeconds"] = 0
         new.setdefault("status", {})["phase"] = "Terminating"
@@ -767,7 +774,7 @@ class Api:
         resourceVersion in the answer is the stored one. Deleting an object marked already
         only sets a missing deletionGracePeriodSeconds to 0 (a CRD's first DELETE sets none).
         """
-        new = copy.deepcopy(current)
+        new = clone(current)
         meta = new["metadata"]
         finalizers = meta.setdefault("finalizers", [])
         extra = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}.get(policy or "")

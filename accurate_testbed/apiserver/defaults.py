@@ -8,6 +8,7 @@ The controller must tell a user's change from a value the server added on its ow
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -62,8 +63,7 @@ def _quantities(kind: str, lists: list[Any]) -> None:
             continue
         try:
             written = {
-                name: str(quantity.round_up(quantity.parse(value), -3))
-                for name, value in resources.items()
+                name: _stored_form(quantity.parse(value)) for name, value in resources.items()
             }
         except quantity.QuantityError as error:
             raise errors.bad_request(
@@ -71,6 +71,13 @@ def _quantities(kind: str, lists: list[Any]) -> None:
             ) from error
         resources.clear()
         resources.update(sorted(written.items()))  # Go writes a map's keys sorted
+
+
+@functools.lru_cache(maxsize=4096)
+def _stored_form(amount: quantity.Quantity) -> str:
+    """An amount as a built-in object stores it; remembered, as the few distinct amounts of a
+    cluster are written over and over (every quota status update carries them all)."""
+    return str(quantity.round_up(amount, -3))
 
 
 def _requirements(holder: Any) -> list[Any]:

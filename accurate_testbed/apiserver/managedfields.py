@@ -7,16 +7,17 @@ with one simplification the design allows: without the OpenAPI schemas every lis
 (owned and replaced as a whole), so field sets hold only `f:` paths; `k:`/`v:`/`i:` items found
 in entries written by a real server count as ownership of their whole list.
 
-Pure functions over plain dicts; inputs are never mutated.
+Pure functions over plain dicts; inputs are never mutated, and results may share the parts a
+write left alone with them.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from accurate_testbed.apiserver.cloning import clone
 from accurate_testbed.apiserver.patching import PatchError
 
 Path = tuple[str, ...]
@@ -159,7 +160,7 @@ def server_side_apply(
     config = _without_managed_fields(applied)
     for name in _SERVER_METADATA:
         config["metadata"].pop(name, None)
-    merged = _merge_applied(copy.deepcopy(base), config)
+    merged = _merge_applied(clone(base), config)
 
     applier = _Entry(manager, "Apply", api_version, None, None, _strip(_leaf_paths(config)))
     previous = entries.get(applier.key())
@@ -253,18 +254,18 @@ def _decode_entries(obj: Obj) -> dict[Any, _Entry]:
 
 
 def _with_entries(obj: Obj, entries: dict[Any, _Entry]) -> Obj:
-    """`obj` (copied) carrying the non-empty entries in the real server's order."""
-    result = copy.deepcopy(obj)
+    """`obj` carrying the non-empty entries in the real server's order; it shares all but its
+    top level and metadata with `obj`, which callers build afresh for each write."""
     kept = [entry for entry in entries.values() if entry.fields]
     kept.sort(
         key=lambda e: (e.operation, e.time or "", e.manager, e.api_version, e.subresource or "")
     )
-    metadata = result.setdefault("metadata", {})
+    metadata = dict(obj.get("metadata") or {})
     if kept:
         metadata["managedFields"] = [entry.encoded() for entry in kept]
     else:
         metadata.pop("managedFields", None)
-    return result
+    return {**obj, "metadata": metadata}
 
 
 # --- fieldsV1 -------------------------------------------------------------------------------
@@ -372,7 +373,7 @@ def _merge_applied(live: Obj, config: Obj) -> Obj:
         elif isinstance(value, dict) and isinstance(live.get(key), dict):
             live[key] = _merge_applied(live[key], value)
         else:
-            live[key] = copy.deepcopy(value)
+            live[key] = clone(value)
     return live
 
 
@@ -399,14 +400,15 @@ def _prune(merged: Obj, last: set[Path], owned: set[Path]) -> None:
 
 
 def _without_managed_fields(obj: Obj) -> Obj:
-    result = copy.deepcopy(obj)
-    metadata = result.setdefault("metadata", {})
+    """`obj` without its entries, to be read or given a new metadata: it shares everything but
+    its top level and its metadata with `obj`, which a copy of the whole would only slow."""
+    metadata = dict(obj.get("metadata") or {})
     metadata.pop("managedFields", None)
-    return result
+    return {**obj, "metadata": metadata}
 
 
 def _zero_object(new: Obj, api_version: str) -> Obj:
     group = api_version.split("/")[0] if "/" in api_version else ""
-    zero = copy.deepcopy(_ZERO_OBJECTS.get((group, str(new.get("kind"))), {}))
+    zero = clone(_ZERO_OBJECTS.get((group, str(new.get("kind"))), {}))
     zero["metadata"] = {}
     return zero

@@ -8,10 +8,11 @@ controllers send all three. Inputs are never mutated.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from accurate_testbed.apiserver.cloning import clone
 
 _PATCH = "$patch"
 _RETAIN_KEYS = "$retainKeys"
@@ -25,14 +26,20 @@ class PatchError(ValueError):
 
 def json_merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge key by key, null deletes, everything else replaces."""
+    return _merge_into(clone(target), patch)
+
+
+def _merge_into(target: Any, patch: Any) -> Any:
+    """json_merge_patch on a target of its own, changed in place: copying it again at every
+    level made a patch cost its depth times the object's size."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return clone(patch)
+    result = target if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
         else:
-            result[key] = json_merge_patch(result.get(key), value)
+            result[key] = _merge_into(result.get(key), value)
     return result
 
 
@@ -43,7 +50,7 @@ def json_patch(target: Any, operations: Any) -> Any:
     """RFC 6902, applied in order to a copy; the first failing operation aborts the whole patch."""
     if not isinstance(operations, list):
         raise PatchError("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-    document = copy.deepcopy(target)
+    document = clone(target)
     for operation in operations:
         if not isinstance(operation, dict):
             raise PatchError(f"invalid JSON patch operation: {operation!r}")
@@ -55,16 +62,16 @@ def _apply_operation(document: Any, operation: dict[str, Any]) -> Any:
     kind = operation.get("op")
     path = _required(operation, "path")
     if kind == "add":
-        return _add(document, path, copy.deepcopy(_required(operation, "value")), kind)
+        return _add(document, path, clone(_required(operation, "value")), kind)
     if kind == "remove":
         return _remove(document, path, kind)
     if kind == "replace":
-        value = copy.deepcopy(_required(operation, "value"))
+        value = clone(_required(operation, "value"))
         _get(document, path, kind)
         return value if path == "" else _add(_remove(document, path, kind), path, value, kind)
     if kind in ("move", "copy"):
         source = _required(operation, "from")
-        value = copy.deepcopy(_get(document, source, kind))
+        value = clone(_get(document, source, kind))
         if kind == "move":
             if path.startswith(source + "/"):
                 raise PatchError(
@@ -268,7 +275,7 @@ def strategic_merge_patch(
         raise PatchError(f"strategic merge patch is not supported for kind {kind}")
     if not isinstance(patch, dict):
         raise PatchError("invalid JSON document")
-    return _merge_map(copy.deepcopy(target), copy.deepcopy(patch), schema)
+    return _merge_map(clone(target), clone(patch), schema)
 
 
 def _merge_map(original: dict[str, Any], patch: dict[str, Any], schema: _Field) -> dict[str, Any]:

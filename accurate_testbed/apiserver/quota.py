@@ -8,22 +8,26 @@ the quota's resourceVersion, before the object is stored. That write is an ordin
 ``resourcequotas/status``: it passes through the admission webhooks (a webhook may refuse it, and
 then the original request fails with that webhook's refusal, after three more tries), and a
 concurrent charge makes it a conflict, so the quota is read again and the request checked again:
-two writes racing for the last unit never both pass. Writes in one namespace are checked one at a
-time, as the plugin's per-namespace work queue does, and a request waits at most
-``EVALUATION_TIMEOUT`` for its check (then 500 ``resource quota evaluation timed out``, while the
-check goes on).
+two writes racing for the last unit never both pass. The checks are made by a fixed pool of
+``EVALUATOR_WORKERS`` long-lived workers, each taking all the requests waiting in one namespace
+and checking them together, as the plugin's per-namespace work queue does, so writes in one
+namespace are checked one batch at a time and their charges share one status update per quota.
+A request waits at most ``EVALUATION_TIMEOUT`` for its check (then 500 ``resource quota
+evaluation timed out``, while the check goes on).
 """
 
 from __future__ import annotations
 
-import copy
 import threading
 import uuid
+from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from accurate_testbed.apiserver import errors
 from accurate_testbed.apiserver.api import Api, Attempt, Caller, Obj
+from accurate_testbed.apiserver.cloning import clone
 from accurate_testbed.apiserver.errors import ApiError
 from accurate_testbed.apiserver.quota_evaluators import Evaluator, evaluator_for, matches
 from libaccurate import quantity
@@ -37,15 +41,18 @@ APISERVER_USER: dict[str, Any] = {
 _LOOPBACK_AGENT = "kube-apiserver/v1.32.0 (linux/amd64) kubernetes"
 _RETRIES = 3  # checkAttributes: e.checkQuotas(quotas, admissionAttributes, 3)
 EVALUATION_TIMEOUT = 10.0  # Evaluate: seconds a request waits for its quota check
+EVALUATOR_WORKERS = 5  # admission.go: NewResourceQuota(configuration, 5)
 
 
 class QuotaAdmission:
     """The ResourceQuota admission plugin; ``validate`` is called for every write."""
 
-    def __init__(self, api: Api) -> None:
+    def __init__(self, api: Api, workers: int = EVALUATOR_WORKERS) -> None:
         self.api = api
-        self._locks: dict[str, threading.Lock] = {}
-        self._locks_lock = threading.Lock()
+        self._queue = _WorkQueue()
+        self._workers = workers
+        self._started = False
+        self._start_lock = threading.Lock()
 
     def validate(self, attempt: Attempt) -> None:
         """Admit or refuse ``attempt``, charging the quotas it uses."""
@@ -60,61 +67,108 @@ class QuotaAdmission:
             return
         if not self._quotas(namespace):
             return  # nothing to charge (checkAttributes answers at once)
-        outcome: list[BaseException | None] = []
-
-        def work() -> None:
-            try:
-                with self._lock(namespace):
-                    quotas = self._quotas(namespace)
-                    if quotas:
-                        self._check(quotas, attempt, evaluator, _RETRIES)
-                outcome.append(None)
-            except BaseException as error:  # handed to the waiting request
-                outcome.append(error)
-
-        worker = threading.Thread(target=work, name="quota-evaluator", daemon=True)
-        worker.start()
-        worker.join(EVALUATION_TIMEOUT)
-        if not outcome:  # the work goes on, as the plugin's worker does, but the request fails
+        self._start()
+        waiter = _Waiter(attempt, evaluator)
+        self._queue.add(namespace, waiter)
+        if not waiter.finished.wait(EVALUATION_TIMEOUT):
+            # The work goes on, as the plugin's worker does, but the request fails.
             raise errors.internal_error("resource quota evaluation timed out")
-        if outcome[0] is not None:
-            raise outcome[0]
+        if waiter.result is not None:
+            raise waiter.result
 
-    def _lock(self, namespace: str) -> threading.Lock:
-        with self._locks_lock:
-            return self._locks.setdefault(namespace, threading.Lock())
+    def stop(self) -> None:
+        """End the workers once they finish what they hold (the server is shutting down)."""
+        self._queue.close()
+
+    def _start(self) -> None:
+        """Start the workers on the first charge, as Evaluate's ``init.Do(e.start)`` does: a
+        server whose namespaces never hold a quota runs none."""
+        with self._start_lock:
+            if self._started:
+                return
+            self._started = True
+            for index in range(self._workers):
+                name = f"quota-evaluator-{index}"
+                threading.Thread(target=self._work, name=name, daemon=True).start()
+
+    def _work(self) -> None:
+        """doWork: take one namespace's waiting requests, check them, hand the results over."""
+        while (taken := self._queue.take()) is not None:
+            namespace, waiters = taken
+            try:
+                self._check_namespace(namespace, waiters)
+            except BaseException as error:  # a bug must not leave requests waiting for nothing
+                for waiter in waiters:
+                    if isinstance(waiter.result, _DefaultDeny):
+                        waiter.result = error
+            finally:
+                for waiter in waiters:
+                    waiter.finished.set()
+                self._queue.done(namespace)
+
+    def _check_namespace(self, namespace: str, waiters: list[_Waiter]) -> None:
+        """checkAttributes: with no quota left in the namespace every request passes."""
+        quotas = self._quotas(namespace)
+        if not quotas:
+            for waiter in waiters:
+                waiter.result = None
+            return
+        self._check(namespace, quotas, waiters, _RETRIES)
 
     def _quotas(self, namespace: str) -> list[Obj]:
         found, _ = self.api.store.select("", "resourcequotas", namespace)
         return list(found)
 
     def _check(
-        self, quotas: list[Obj], attempt: Attempt, evaluator: Evaluator, retries: int
+        self, namespace: str, quotas: list[Obj], waiters: list[_Waiter], retries: int
     ) -> None:
-        """checkQuotas for one request: charge, write the changed quotas, and on a failed
-        write read them again and start over, ``retries`` more times, then fail with the
-        last write's error."""
-        charged = check_request(quotas, attempt, evaluator)
-        if attempt.caller.dry_run:
+        """checkQuotas for a batch: charge each request in turn to the running quotas (a
+        refused one charges nothing), write each quota that changed once, and when a write
+        fails read the failed quotas again and check the whole batch against them,
+        ``retries`` more times; then the requests still waiting fail with the last error."""
+        original = quotas
+        changed = False
+        for waiter in waiters:
+            try:
+                charged = check_request(quotas, waiter.attempt, waiter.evaluator)
+            except ApiError as error:
+                waiter.result = error
+                continue
+            if waiter.attempt.caller.dry_run:
+                waiter.result = None
+                continue
+            if any(_charged(a, b) for a, b in zip(quotas, charged, strict=True)):
+                changed = True
+            else:
+                waiter.result = None  # no quota counts it: nothing to wait for
+            quotas = charged
+        if not changed:
             return
+        failed, last_error = self._write_changed(original, quotas)
+        if last_error is None or retries <= 0:
+            for waiter in waiters:
+                if isinstance(waiter.result, _DefaultDeny):
+                    waiter.result = last_error
+            return
+        names = {quota["metadata"]["name"] for quota in failed}
+        again = [q for q in self._quotas(namespace) if q["metadata"]["name"] in names]
+        self._check(namespace, again, waiters, retries - 1)
+
+    def _write_changed(
+        self, original: list[Obj], charged: list[Obj]
+    ) -> tuple[list[Obj], ApiError | None]:
+        """Write every quota whose usage changed; the ones that failed and the last error."""
         failed: list[Obj] = []
         last_error: ApiError | None = None
-        for before, after in zip(quotas, charged, strict=True):
-            if quantity.equal(_used(before), _used(after)):
+        for before, after in zip(original, charged, strict=True):
+            if not _charged(before, after):
                 continue
             try:
                 self._write_status(after)
             except ApiError as error:
                 failed.append(after)
                 last_error = error
-        if last_error is None:
-            return
-        if retries <= 0:
-            raise last_error
-        names = {quota["metadata"]["name"] for quota in failed}
-        namespace = attempt.obj["metadata"]["namespace"] if attempt.obj else ""
-        again = [q for q in self._quotas(namespace) if q["metadata"]["name"] in names]
-        self._check(again, attempt, evaluator, retries - 1)
+        return failed, last_error
 
     def _write_status(self, quota: Obj) -> None:
         resource = self.api.resource_of("", "resourcequotas")
@@ -126,6 +180,75 @@ class QuotaAdmission:
         self.api.update(
             resource, meta["namespace"], meta["name"], body, loopback, subresource="status"
         )
+
+
+class _DefaultDeny(ApiError):
+    """A request's result until its check decides (controller.go's defaultDeny). One still
+    holding it when the checks end (its quotas were deleted during a retry) fails with it, a
+    plain Go error that kube-apiserver answers as a 500 without a reason."""
+
+    def __init__(self) -> None:
+        super().__init__(500, "", "DEFAULT DENY")
+
+
+@dataclass(eq=False)
+class _Waiter:
+    """admissionWaiter: one request waiting for its check, and the check's outcome."""
+
+    attempt: Attempt
+    evaluator: Evaluator
+    finished: threading.Event = field(default_factory=threading.Event)
+    result: BaseException | None = field(default_factory=_DefaultDeny)
+
+
+class _WorkQueue:
+    """The plugin's queue of namespaces with their waiting requests (work, dirtyWork and
+    inProgress in controller.go): a namespace is handed to one worker at a time, with every
+    request that waits in it; requests that come while it is being checked wait for the next
+    turn, so one namespace's checks never overlap while other namespaces' run beside them."""
+
+    def __init__(self) -> None:
+        self._ready: deque[str] = deque()
+        self._work: dict[str, list[_Waiter]] = {}
+        self._in_progress: set[str] = set()
+        self._closed = False
+        self._lock = threading.Condition()
+
+    def add(self, namespace: str, waiter: _Waiter) -> None:
+        with self._lock:
+            waiting = self._work.setdefault(namespace, [])
+            if not waiting and namespace not in self._in_progress:
+                self._ready.append(namespace)
+                self._lock.notify()
+            waiting.append(waiter)
+
+    def take(self) -> tuple[str, list[_Waiter]] | None:
+        """The next namespace and its waiters; None once the queue is closed."""
+        with self._lock:
+            while not self._ready and not self._closed:
+                self._lock.wait()
+            if self._closed:
+                return None
+            namespace = self._ready.popleft()
+            self._in_progress.add(namespace)
+            return namespace, self._work.pop(namespace)
+
+    def done(self, namespace: str) -> None:
+        with self._lock:
+            self._in_progress.discard(namespace)
+            if self._work.get(namespace):
+                self._ready.append(namespace)
+                self._lock.notify()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+
+
+def _charged(before: Obj, after: Obj) -> bool:
+    """Whether a quota's usage moved (quota.Equals on status.used)."""
+    return not quantity.equal(_used(before), _used(after))
 
 
 def _used(quota: Obj) -> dict[str, quantity.Quantity]:
@@ -193,7 +316,7 @@ def _charge(quota: Obj, delta: quantity.ResourceList, attempt: Attempt) -> Obj:
             f"used: {quantity.pretty(quantity.mask(used, over))}, "
             f"limited: {quantity.pretty(quantity.mask(hard, over))}",
         )
-    charged = copy.deepcopy(quota)
+    charged = clone(quota)
     charged.setdefault("status", {})["used"] = quantity.render_list(new_usage)
     return charged
 

@@ -10,6 +10,7 @@ ValidateResourceQuotaUpdate, validateResourceQuotaScopes) and ``pkg/apis/core/he
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -137,14 +138,21 @@ def _resource_name_issues(name: str, path: str) -> list[FieldError]:
 def _list_issues(resources: Any, path: str) -> list[FieldError]:
     issues: list[FieldError] = []
     for name, text in sorted((resources or {}).items()):
-        key = f"{path}[{name}]"
-        issues += _resource_name_issues(name, key)
-        amount = quantity.parse(text)
-        if amount.value < 0:
-            issues.append(FieldError(key, str(amount), NEGATIVE))
-        if _counted_in_units(name) and not _whole_in_millis(amount):
-            issues.append(FieldError(key, _quantity_struct(text), "must be an integer"))
+        issues += _entry_issues(name, text, f"{path}[{name}]")
     return issues
+
+
+@functools.lru_cache(maxsize=4096)
+def _entry_issues(name: str, text: str, key: str) -> tuple[FieldError, ...]:
+    """The issues of one resource and amount; remembered, as every quota status update
+    validates the same few again."""
+    issues = _resource_name_issues(name, key)
+    amount = quantity.parse(text)
+    if amount.value < 0:
+        issues.append(FieldError(key, str(amount), NEGATIVE))
+    if _counted_in_units(name) and not _whole_in_millis(amount):
+        issues.append(FieldError(key, _quantity_struct(text), "must be an integer"))
+    return tuple(issues)
 
 
 def _counted_in_units(name: str) -> bool:

@@ -6,10 +6,10 @@ by a real server, so a client that relies on one would work here and fail there.
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
+from accurate_testbed.apiserver.cloning import clone
 from libaccurate.validation import FieldError
 
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
@@ -44,7 +44,7 @@ def _default(value: Any, schema: dict[str, Any]) -> None:
     if isinstance(value, dict):
         for key, sub in (schema.get("properties") or {}).items():
             if key not in value and "default" in sub:
-                value[key] = copy.deepcopy(sub["default"])
+                value[key] = clone(sub["default"])
             if key in value:
                 _default(value[key], sub)
         additional = schema.get("additionalProperties")
@@ -121,11 +121,11 @@ def prune_and_default(
     of the removed fields (what ``fieldValidation=Strict`` refuses)."""
     dropped: list[str] = []
     if schema is None:
-        return copy.deepcopy(obj), dropped
+        return clone(obj), dropped
     body = _body_schema(schema)
     result = _prune({k: v for k, v in obj.items() if k not in _ROOT_KEPT}, body, "", dropped)
     _default(result, body)
-    return {**{k: copy.deepcopy(obj[k]) for k in _ROOT_KEPT if k in obj}, **result}, dropped
+    return {**{k: clone(obj[k]) for k in _ROOT_KEPT if k in obj}, **result}, dropped
 
 
 def check(obj: dict[str, Any], schema: dict[str, Any] | None) -> list[FieldError]:

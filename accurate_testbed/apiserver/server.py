@@ -92,7 +92,8 @@ class ApiServer:
             EscalationGuard(self.authorizer),
             AccessReviews(self.authorizer),
         )
-        self.api.quota = QuotaAdmission(self.api)
+        self.quota_admission = QuotaAdmission(self.api)
+        self.api.quota = self.quota_admission
         self.bookmark_interval = bookmark_interval
         self.token = secrets.token_hex(16)
         self.users = Users(self.token)
@@ -139,9 +140,10 @@ class ApiServer:
         deadline: a step still running (a long pass on a loaded machine) costs that once."""
         self._stopping.set()
         self.store.wake()  # watches see the server stopping
-        loops = (self.controllers, self.garbage_collector, self.quota_controller)
+        loops = (self.controllers, self.quota_controller)
         for loop in loops:
             loop.stop()
+        self.quota_admission.stop()
         self.httpd.shutdown()
         self.httpd.server_close()
         if self.audit is not None:

@@ -15,12 +15,13 @@ object before it), which is how a chunked list serves all its pages at the versi
 from __future__ import annotations
 
 import bisect
-import copy
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from accurate_testbed.apiserver.cloning import clone
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str, str]  # group, plural, namespace ("" if cluster-scoped), name
@@ -126,7 +127,12 @@ class Store:
     """Thread-safe; ``changed`` is notified after every write so waiters need not poll."""
 
     def __init__(self, history: int = 10000) -> None:
-        self.changed = threading.Condition(threading.RLock())
+        self._lock = threading.RLock()
+        self.changed = threading.Condition(self._lock)
+        # Watches wait for changes to their own resource only: waking every watch on every
+        # write cost each write a wake-up per open watch, paid on the writer's time.
+        self._resource_changed: dict[tuple[str, str], threading.Condition] = {}
+        self._latest: dict[tuple[str, str], int] = {}
         self._tables: dict[tuple[str, str], _Table] = {}
         self._uids: dict[str, Key] = {}
         self._log: deque[Change] = deque(maxlen=history)
@@ -154,7 +160,7 @@ class Store:
             self._compacted = self._rv
             for listener in self._listeners:
                 listener(None)
-            self.changed.notify_all()
+            self._notify_all()
 
     def subscribe(self, listener: Listener) -> None:
         """Keep ``listener`` informed, synchronously: a cache kept this way (RBAC's index) is
@@ -221,7 +227,7 @@ class Store:
         """Store a copy of ``obj`` under a new resourceVersion; returns the stored object."""
         with self.changed:
             key = key_of(group, plural, obj)
-            stored = copy.deepcopy(obj)
+            stored = clone(obj)
             table = self._tables.setdefault((group, plural), _Table())
             previous = table.objects.get(key[2:])
             event = "ADDED" if previous is None else "MODIFIED"
@@ -241,7 +247,7 @@ class Store:
             table.drop(key[2:])
             self._uids.pop(current["metadata"]["uid"], None)
             self._rv += 1
-            final = copy.deepcopy(current)
+            final = clone(current)
             final["metadata"]["resourceVersion"] = str(self._rv)
             self._record(Change(self._rv, "DELETED", group, plural, final, current))
             return final
@@ -267,10 +273,30 @@ class Store:
                 self.changed.wait(timeout)
             return self._rv > rv
 
+    def wait_for_resource_change(self, group: str, plural: str, rv: int, timeout: float) -> int:
+        """Block until one resource changes after ``rv``, ``wake`` is called or the timeout
+        ends; writes to other resources do not wake the waiter. Returns the version to read
+        changes after: ``rv`` when the resource changed, else the counter, as nothing the
+        waiter cares for happened up to it (so the other resources' writes never make it fall
+        behind the history)."""
+        resource = (group, plural)
+        with self.changed:
+            if self._latest.get(resource, 0) <= rv:
+                condition = self._resource_changed.setdefault(
+                    resource, threading.Condition(self._lock)
+                )
+                condition.wait(timeout)
+            return rv if self._latest.get(resource, 0) > rv else self._rv
+
     def wake(self) -> None:
         """Wake all waiters without a change (used to make watches re-check their exits)."""
         with self.changed:
-            self.changed.notify_all()
+            self._notify_all()
+
+    def _notify_all(self) -> None:
+        self.changed.notify_all()
+        for condition in self._resource_changed.values():
+            condition.notify_all()
 
     def _undone(self, group: str, plural: str, rv: int) -> dict[Position, Obj | None]:
         """What the objects of one resource changed since ``rv`` were at ``rv``."""
@@ -288,4 +314,9 @@ class Store:
         self._log.append(change)
         for listener in self._listeners:
             listener(change)
+        resource = (change.group, change.plural)
+        self._latest[resource] = change.rv
         self.changed.notify_all()
+        condition = self._resource_changed.get(resource)
+        if condition is not None:
+            condition.notify_all()

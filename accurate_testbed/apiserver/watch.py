@@ -116,4 +116,6 @@ def stream(
             last_sent = time.monotonic()
             yield _bookmark(resource, position)
         wait = min(deadline - time.monotonic(), options.bookmark_interval)
-        store.wait_for_change(position, timeout=max(wait, 0.0))
+        position = store.wait_for_resource_change(
+            resource.group, resource.plural, position, timeout=max(wait, 0.0)
+        )

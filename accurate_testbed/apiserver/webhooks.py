@@ -27,11 +27,9 @@ import base64
 import binascii
 import copy
 import functools
-import http.client
 import importlib
 import json
 import ssl
-import threading
 import uuid
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +45,13 @@ from accurate_testbed.apiserver.errors import (
     not_found,
 )
 from accurate_testbed.apiserver.patching import PatchError, json_patch
+from accurate_testbed.apiserver.webhook_transport import (
+    Address,
+    Closed,
+    Connection,
+    KeptConnections,
+    ProtocolError,
+)
 from libaccurate.validation import FieldError, validate_dns1123_subdomain
 
 ADMISSION_GROUP = "admissionregistration.k8s.io"
@@ -500,7 +505,7 @@ def post(webhook: Endpoint, review: dict[str, Any]) -> dict[str, Any]:
             return _exchange(kept, key, parts, body)
         except _IDLE_CLOSED:
             kept.close()
-        except (OSError, http.client.HTTPException) as error:
+        except (OSError, ProtocolError) as error:
             kept.close()
             reason = _transport_error(error, parts)
             raise CallFailure(f'failed to call webhook: Post "{target}": {reason}') from error
@@ -509,73 +514,33 @@ def post(webhook: Endpoint, review: dict[str, Any]) -> dict[str, Any]:
     except (ValueError, ssl.SSLError) as error:
         reason = f"could not get REST client: unable to load root certificates: {error}"
         raise CallFailure(reason) from error
-    connection = http.client.HTTPSConnection(
-        parts.hostname or "", parts.port or 443, timeout=timeout, context=context
-    )
     try:
+        connection = Connection(parts.hostname or "", parts.port or 443, context, timeout)
         return _exchange(connection, key, parts, body)
-    except (OSError, http.client.HTTPException) as error:
-        connection.close()
+    except (OSError, ProtocolError) as error:
         reason = _transport_error(error, parts)
         raise CallFailure(f'failed to call webhook: Post "{target}": {reason}') from error
 
 
 # What a webhook closing a connection while it sat idle looks like on the next call.
 _IDLE_CLOSED = (
-    http.client.RemoteDisconnected,
+    Closed,
     BrokenPipeError,
     ConnectionResetError,
     ssl.SSLEOFError,
     ssl.SSLZeroReturnError,
 )
-
-_Address = tuple[str, int, str]
-
-
-class _KeptConnections:
-    """Idle connections to webhooks by address and CA bundle.
-
-    kube-apiserver keeps one client per webhook (its ClientManager caches them) over a transport
-    that keeps connections alive, so a webhook pays for a TLS handshake once, not per call.
-    """
-
-    def __init__(self) -> None:
-        self._idle: dict[_Address, list[http.client.HTTPSConnection]] = {}
-        self._lock = threading.Lock()
-
-    def take(self, key: _Address, timeout: float) -> http.client.HTTPSConnection | None:
-        with self._lock:
-            idle = self._idle.get(key)
-            connection = idle.pop() if idle else None
-        if connection is not None and connection.sock is not None:
-            connection.timeout = timeout
-            connection.sock.settimeout(timeout)
-        return connection
-
-    def give_back(self, key: _Address, connection: http.client.HTTPSConnection) -> None:
-        with self._lock:
-            self._idle.setdefault(key, []).append(connection)
+_CONNECTIONS = KeptConnections()
 
 
-_CONNECTIONS = _KeptConnections()
-
-
-def _exchange(
-    connection: http.client.HTTPSConnection, key: _Address, parts: Any, body: bytes
-) -> dict[str, Any]:
+def _exchange(connection: Connection, key: Address, parts: Any, body: bytes) -> dict[str, Any]:
     """One POST and its answer; the connection is kept for the next call unless it closes."""
-    connection.request(
-        "POST",
-        f"{parts.path or '/'}?{parts.query}",
-        body=body,
-        headers={"Content-Type": "application/json", "Accept": "application/json"},
-    )
-    reply = connection.getresponse()
-    code, payload = reply.status, reply.read()
-    if reply.will_close:
+    try:
+        code, payload = connection.post(f"{parts.path or '/'}?{parts.query}", body)
+    except BaseException:
         connection.close()
-    else:
-        _CONNECTIONS.give_back(key, connection)
+        raise
+    _CONNECTIONS.give_back(key, connection)
     return _decode_reply(code, payload)
 
 
