@@ -17,6 +17,15 @@ that changed only in its status goes to the feed of every other kind, the bulk l
 are written by the controller itself (a tenant cannot), a namespace's as soon as its writes in a
 pass are done, so during a long pass they come by the thousand, and the SubNamespace lane would
 plan each one's namespace only to leave it to the bulk pass writing there.
+
+Some changes may wait a moment for others to gather (they *settle*): a ResourceQuota kept for
+an HRQ whose ``status.used`` moved (kube-apiserver counted a write there) and an HRQ changed in
+its status alone (the quota keeper's own write). Only the quota keeper reads them, to write the
+HRQs' statuses, which the issue asks to follow usage within seconds, not at every write: with
+a pod every few milliseconds, a pass and an HRQ status write each would compete for the CPU
+with the next write's admission. A feed holding only settling changes is ready once none came
+for ``SETTLE_QUIET`` or the first of them is ``SETTLE_LONGEST`` old; any other change makes it
+ready at once, and a pass then takes them all.
 """
 
 from __future__ import annotations
@@ -51,6 +60,10 @@ Key = tuple[str, str]
 PAGE_SIZE = "500"
 # How often a process looks whether its cache is filled, when no change wakes it sooner.
 FILL_POLL = 1.0
+# A feed holding only settling changes is ready after this long without another one...
+SETTLE_QUIET = 0.2
+# ... or once the first of them waited this long.
+SETTLE_LONGEST = 1.0
 # ownerReferences: propagate-generated's owners are found through them, also while it is off
 # (controller.generated_notice).
 _STUB_FIELDS = (
@@ -209,6 +222,22 @@ def _status_only(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> 
     return before is not None and _sans_status(before) == _sans_status(after)
 
 
+def _settles(resource: str, before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> bool:
+    """Whether a change may wait for others to gather (see the module's docstring): an HRQ's
+    status, or a kept ResourceQuota's usage. Whether that ResourceQuota counts (the keys of its
+    ``status.hard`` and ``status.used``: libaccurate.quota.counting), which the copies into
+    its namespace wait for, is no usage change."""
+    if resource not in (HRQS, HRQ_QUOTAS) or before is None or not _status_only(before, after):
+        return False
+    if resource == HRQS:
+        return True
+    old, new = before.get("status") or {}, after.get("status") or {}
+    return (
+        old.get("hard") == new.get("hard")
+        and (old.get("used") or {}).keys() == (new.get("used") or {}).keys()
+    )
+
+
 def _sans_status(obj: Mapping[str, Any]) -> dict[str, Any]:
     """``obj`` less its status and what every write changes (resourceVersion, managedFields)."""
     metadata = {
@@ -246,15 +275,19 @@ class Feed:
         self._changed = changed
         self._touched: dict[str, set[Key]] = {}
         self._stopping = False
+        # Whether a change that does not settle is among them; when the first and the last
+        # settling change came (monotonic seconds).
+        self._urgent = False
+        self._first_settling = self._last_settling = 0.0
 
     def take(self) -> dict[str, set[Key]]:
-        """The objects changed since the last call, by kind.
+        """The objects changed since the last call, by kind, settled or not.
 
         Take them before reading the objects: a change that lands in between is then both in
         what is read and in the next call's answer, never in neither.
         """
         with self._changed:
-            taken, self._touched = self._touched, {}
+            taken, self._touched, self._urgent = self._touched, {}, False
             return taken
 
     def give(self, resource: str, keys: Iterable[Key]) -> None:
@@ -263,14 +296,37 @@ class Feed:
             self._add(resource, keys)
 
     def wait(self, timeout: float) -> bool:
-        """Block until something changed or ``timeout`` passed; whether anything did."""
+        """Block until the changes are ready to take (any change but a settling one at once,
+        settling ones once settled) or ``timeout`` passed; whether they are."""
+        deadline = time.monotonic() + max(timeout, 0.0)
         with self._changed:
-            return self._changed.wait_for(
-                lambda: bool(self._touched) or self._stopping, timeout=max(timeout, 0.0)
-            ) and bool(self._touched)
+            while not self._stopping:
+                now = time.monotonic()
+                ready = self._ready_at()
+                if ready <= now:
+                    return True
+                if now >= deadline:
+                    return False
+                self._changed.wait(min(ready, deadline) - now)
+            return bool(self._touched)
 
-    def _add(self, resource: str, keys: Iterable[Key]) -> None:
+    def _ready_at(self) -> float:
+        """When the changes held are ready to take (infinity: there are none)."""
+        if self._urgent:
+            return 0.0
+        if not self._touched:
+            return math.inf
+        return min(self._first_settling + SETTLE_LONGEST, self._last_settling + SETTLE_QUIET)
+
+    def _add(self, resource: str, keys: Iterable[Key], settles: bool = False) -> None:
         """Under the cache's lock."""
+        if settles:
+            now = time.monotonic()
+            if not self._touched or self._urgent:
+                self._first_settling = now
+            self._last_settling = now
+        else:
+            self._urgent = True
         self._touched.setdefault(resource, set()).update(keys)
         self._changed.notify_all()
 
@@ -450,7 +506,8 @@ class Cache:
                     if resource in self._indexed:
                         self._indexes.put(self._indexed[resource], kept)
                     status = resource == SUBNAMESPACES and _status_only(found, kept)
-                    self._bump(resource, {_key(kept)}, to_all=status)
+                    settles = _settles(resource, found, kept)
+                    self._bump(resource, {_key(kept)}, to_all=status, settles=settles)
                     return version
             elif kind == "DELETED" and objects.pop(_key(obj), None) is not None:
                 if resource == NAMESPACES:
@@ -462,9 +519,11 @@ class Cache:
             self._changed.notify_all()
         return version
 
-    def _bump(self, resource: str, keys: Iterable[Key], to_all: bool = False) -> None:
+    def _bump(
+        self, resource: str, keys: Iterable[Key], to_all: bool = False, settles: bool = False
+    ) -> None:
         """Count a change of ``keys``, for the feed of ``resource`` or (``to_all``) the feed
-        of every kind no other feed follows."""
+        of every kind no other feed follows; one that ``settles`` may wait there for others."""
         self._generations[resource] += 1
         feed = None
         if not to_all:
@@ -474,7 +533,7 @@ class Cache:
         if feed is None:
             feed = next((f for f in self._feeds if f.kinds is None), None)
         if feed is not None:
-            feed._add(resource, keys)
+            feed._add(resource, keys, settles)
         self._version += 1
         self._changed.notify_all()
 
