@@ -6,7 +6,7 @@ ResourceQuota kept for them made and counted, every HRQ status written. Then, ag
 a pod is counted in a random namespace under HRQs (its ResourceQuotas' ``status.used`` grows)
 and the keeper's part of the pass that change starts is timed: ``Quotas.keep`` (the real
 keeper, controller/quotas.py) with the pass's scope as the controller computes it (the
-namespace and everything below it), over ``QuotaWorld``, an in-memory stand-in for the
+namespace counted: controller.passes.scope_of), over ``QuotaWorld``, an in-memory stand-in for the
 controller's cache and the API that takes the keeper's writes. The same for a whole pass,
 and for the planner's hold check (``quota.awaiting``, from the keeper's parsed HRQs and its
 view of the kept ResourceQuotas, as the controller's snapshot carries them) of the same scope,
@@ -29,11 +29,11 @@ from accurate_testbed.apiserver.patching import json_merge_patch
 from bench.report import Row, percentile, timed
 from bench.target import Target
 from controller.cache import HRQ_QUOTAS, HRQS
+from controller.passes import scope_of
 from controller.quotas import Quotas
 from libaccurate import quota
 from libaccurate.constants import LABEL_PARENT, LABEL_TYPE
 from libaccurate.forest import Forest, Node
-from libaccurate.planner import affected
 
 Key = tuple[str, str]
 Obj = dict[str, Any]
@@ -190,9 +190,8 @@ def keeper_passes(target: Target, size: int, hrqs: int, passes: int) -> list[Row
     scoped, held = [], []
     for _ in range(passes):
         world.grow(chooser.choice(limited))
-        changed = {namespace for namespace, _ in world.changes.get(HRQ_QUOTAS, ())}
+        scope = scope_of(forest, world.changes)
         world.changes = {}
-        scope = affected(forest, changed)
         scoped.append(timed(functools.partial(keeper.keep, forest, scope), CPU))
         held.append(timed(functools.partial(hold_check, keeper, forest, scope), CPU))
     whole = [timed(lambda: keeper.keep(forest), CPU) for _ in range(max(3, passes // 20))]

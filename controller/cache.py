@@ -18,14 +18,16 @@ are written by the controller itself (a tenant cannot), a namespace's as soon as
 pass are done, so during a long pass they come by the thousand, and the SubNamespace lane would
 plan each one's namespace only to leave it to the bulk pass writing there.
 
-Some changes may wait a moment for others to gather (they *settle*): a ResourceQuota kept for
-an HRQ whose ``status.used`` moved (kube-apiserver counted a write there) and an HRQ changed in
-its status alone (the quota keeper's own write). Only the quota keeper reads them, to write the
-HRQs' statuses, which the issue asks to follow usage within seconds, not at every write: with
-a pod every few milliseconds, a pass and an HRQ status write each would compete for the CPU
-with the next write's admission. A feed holding only settling changes is ready once none came
-for ``SETTLE_QUIET`` or the first of them is ``SETTLE_LONGEST`` old; any other change makes it
-ready at once, and a pass then takes them all.
+A ResourceQuota kept for an HRQ whose ``status.used`` moved (kube-apiserver counted a write
+there) may wait a moment for others to gather: it *settles*. Only the quota keeper reads it, to
+write the HRQs' statuses, which the issue asks to follow usage within seconds, not at every
+write: with a pod every few milliseconds, a pass and an HRQ status write each would compete for
+the CPU with the next write's admission. A feed holding only settling changes is ready once
+none came for ``SETTLE_QUIET`` or the first of them is ``SETTLE_LONGEST`` old; any other change
+makes it ready at once, and a pass then takes them all. An HRQ changed in its status alone (the
+keeper's own write echoed back) goes to no feed: the keeper reads that status only to compare
+it with what it would write, in the passes other changes start, and a status edited by hand
+(tenants cannot) is put right by the next pass that plans its HRQ, a whole one at the latest.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
+# Which feed hears of a change (Cache._bump).
+Route = Literal["kind", "others", "settling", "nobody"]
 PAGE_SIZE = "500"
 # How often a process looks whether its cache is filled, when no change wakes it sooner.
 FILL_POLL = 1.0
@@ -222,20 +226,21 @@ def _status_only(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> 
     return before is not None and _sans_status(before) == _sans_status(after)
 
 
-def _settles(resource: str, before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> bool:
-    """Whether a change may wait for others to gather (see the module's docstring): an HRQ's
-    status, or a kept ResourceQuota's usage. Whether that ResourceQuota counts (the keys of its
-    ``status.hard`` and ``status.used``: libaccurate.quota.counting), which the copies into
-    its namespace wait for, is no usage change."""
-    if resource not in (HRQS, HRQ_QUOTAS) or before is None or not _status_only(before, after):
-        return False
+def _route(resource: str, before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> Route:
+    """Which feed hears of a change (see the module's docstring): the one following its kind,
+    unless it is a SubNamespace's status (the bulk lane's), a kept ResourceQuota's usage
+    (settling) or an HRQ's status (none). Whether a ResourceQuota counts (the keys of its
+    ``status.hard`` and ``status.used``: libaccurate.quota.counting), which the copies into its
+    namespace wait for, is no usage change."""
+    if resource not in (SUBNAMESPACES, HRQS, HRQ_QUOTAS) or not _status_only(before, after):
+        return "kind"
+    if resource == SUBNAMESPACES:
+        return "others"
     if resource == HRQS:
-        return True
-    old, new = before.get("status") or {}, after.get("status") or {}
-    return (
-        old.get("hard") == new.get("hard")
-        and (old.get("used") or {}).keys() == (new.get("used") or {}).keys()
-    )
+        return "nobody"
+    old, new = (before or {}).get("status") or {}, after.get("status") or {}
+    same_keys = (old.get("used") or {}).keys() == (new.get("used") or {}).keys()
+    return "settling" if old.get("hard") == new.get("hard") and same_keys else "kind"
 
 
 def _sans_status(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -505,9 +510,7 @@ class Cache:
                         self._forest.upsert(node_from_object(kept))
                     if resource in self._indexed:
                         self._indexes.put(self._indexed[resource], kept)
-                    status = resource == SUBNAMESPACES and _status_only(found, kept)
-                    settles = _settles(resource, found, kept)
-                    self._bump(resource, {_key(kept)}, to_all=status, settles=settles)
+                    self._bump(resource, {_key(kept)}, _route(resource, found, kept))
                     return version
             elif kind == "DELETED" and objects.pop(_key(obj), None) is not None:
                 if resource == NAMESPACES:
@@ -519,21 +522,20 @@ class Cache:
             self._changed.notify_all()
         return version
 
-    def _bump(
-        self, resource: str, keys: Iterable[Key], to_all: bool = False, settles: bool = False
-    ) -> None:
-        """Count a change of ``keys``, for the feed of ``resource`` or (``to_all``) the feed
-        of every kind no other feed follows; one that ``settles`` may wait there for others."""
+    def _bump(self, resource: str, keys: Iterable[Key], route: Route = "kind") -> None:
+        """Count a change of ``keys`` and hand it to the feed ``route`` says (``_route``): the
+        one following ``resource`` (else the one following every kind no other feed follows),
+        that one too but to settle, the latter alone (``others``), or none."""
         self._generations[resource] += 1
         feed = None
-        if not to_all:
+        if route in ("kind", "settling"):
             feed = next(
                 (f for f in self._feeds if f.kinds is not None and resource in f.kinds), None
             )
-        if feed is None:
+        if feed is None and route != "nobody":
             feed = next((f for f in self._feeds if f.kinds is None), None)
         if feed is not None:
-            feed._add(resource, keys, settles)
+            feed._add(resource, keys, settles=route == "settling")
         self._version += 1
         self._changed.notify_all()
 

@@ -1,6 +1,6 @@
 """Which cache changes settle (wait a moment for others, so that a stream of counted writes
-starts one pass of the quota keeper rather than one each) and which start a pass at once
-(controller.cache: the module's docstring says why)."""
+starts one pass of the quota keeper rather than one each), which start a pass at once and
+which start none (controller.cache: the module's docstring says why)."""
 
 from __future__ import annotations
 
@@ -102,19 +102,23 @@ def test_whether_a_quota_counts_is_taken_at_once() -> None:
     assert feed.wait(0.0)
 
 
-def test_an_hrqs_status_settles_and_its_spec_does_not() -> None:
+def test_an_hrqs_status_starts_no_pass_and_its_spec_does_at_once() -> None:
+    """The keeper's own status write, echoed back, is no work for anyone."""
     cache, feed = _cache()
     hrq = _hrq()
     _event(cache, HRQS, hrq, "ADDED")
     feed.take()
     written = _written(hrq, 2, used={"pods": "3"})
     _event(cache, HRQS, written)
-    assert not feed.wait(0.0)
+    assert not feed.wait(SETTLE_QUIET * 2)
+    assert feed.take() == {}
+    assert cache.get(HRQS, "team-a", "compute") == written
     raised = copy.deepcopy(written)
     raised["metadata"]["resourceVersion"] = "3"
     raised["spec"]["hard"]["pods"] = "20"
     _event(cache, HRQS, raised)
     assert feed.wait(0.0)
+    assert feed.take() == {HRQS: {("team-a", "compute")}}
 
 
 def test_any_other_change_takes_the_settling_ones_along_at_once() -> None:
