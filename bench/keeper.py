@@ -64,6 +64,22 @@ def hrq_object(namespace: str, name: str, hard: Mapping[str, str]) -> Obj:
     }
 
 
+class Followed:
+    """The changes of some kinds not taken yet, as a cache Feed hands them over."""
+
+    def __init__(self, kinds: Iterable[str]) -> None:
+        self.kinds = frozenset(kinds)
+        self.touched: dict[str, set[Key]] = {}
+
+    def add(self, resource: str, key: Key) -> None:
+        if resource in self.kinds:
+            self.touched.setdefault(resource, set()).add(key)
+
+    def take(self) -> dict[str, set[Key]]:
+        taken, self.touched = self.touched, {}
+        return taken
+
+
 class QuotaWorld:
     """Namespaces, HRQs and the ResourceQuotas kept for them: the keeper's cache and API at
     once, in memory.
@@ -76,8 +92,8 @@ class QuotaWorld:
     def __init__(self, parents: Mapping[str, str | None], hrqs: Iterable[Obj]) -> None:
         self.nodes = {name: node(name, parent) for name, parent in parents.items()}
         self.objects: dict[str, dict[Key, Obj]] = {HRQS: {}, HRQ_QUOTAS: {}}
-        self.generations = {HRQS: 0, HRQ_QUOTAS: 0}
         self.changes: dict[str, set[Key]] = {}
+        self.followers: list[Followed] = []
         self.serial = itertools.count(1)
         for obj in hrqs:
             self.put(HRQS, obj)
@@ -87,18 +103,18 @@ class QuotaWorld:
 
     def changed(self, resource: str, key: Key) -> None:
         self.changes.setdefault(resource, set()).add(key)
+        for followed in self.followers:
+            followed.add(resource, key)
 
     def put(self, resource: str, obj: Obj) -> None:
         metadata = obj["metadata"]
         metadata["resourceVersion"] = str(next(self.serial))
         metadata.setdefault("uid", f"uid-{next(self.serial)}")
         self.objects[resource][key_of(obj)] = obj
-        self.generations[resource] += 1
         self.changed(resource, key_of(obj))
 
     def drop(self, resource: str, key: Key) -> None:
         if self.objects[resource].pop(key, None) is not None:
-            self.generations[resource] += 1
             self.changed(resource, key)
 
     # What the keeper reads from its cache.
@@ -108,8 +124,10 @@ class QuotaWorld:
     def get(self, resource: str, namespace: str, name: str) -> Obj | None:
         return self.objects[resource].get((namespace, name))
 
-    def generation(self, resource: str) -> int:
-        return self.generations[resource]
+    def follow_beside(self, kinds: Iterable[str]) -> Followed:
+        followed = Followed(kinds)
+        self.followers.append(followed)
+        return followed
 
     # What the keeper writes through the API.
     def create(self, path: str, body: Obj) -> Obj:

@@ -11,12 +11,14 @@ every other object of a watched kind as a stub of its identity, labels and annot
 memory stays bounded by what propagates. The namespace forest the admission webhooks judge on,
 and the planner's indexes (libaccurate.index), are kept current with every event, so that
 neither a review nor a pass about a few namespaces pays for the cluster's size.
-What changed is handed to whoever follows it (a ``Feed``): each change goes to the one feed
-that follows its kind, so that the reconcile loop's lanes each see their own; but a SubNamespace
-that changed only in its status goes to the feed of every other kind, the bulk lane's. Statuses
-are written by the controller itself (a tenant cannot), a namespace's as soon as its writes in a
-pass are done, so during a long pass they come by the thousand, and the SubNamespace lane would
-plan each one's namespace only to leave it to the bulk pass writing there.
+What changed is handed to whoever follows it (a ``Feed``): each change goes to every feed that
+follows its kind *beside* the others (to keep a picture of its own current), and to the one
+other feed that follows its kind, so that the reconcile loop's lanes each see their own; but a
+SubNamespace that changed only in its status goes to the feed of every other kind, the bulk
+lane's. Statuses are written by the controller itself (a tenant cannot), a namespace's as soon
+as its writes in a pass are done, so during a long pass they come by the thousand, and the
+SubNamespace lane would plan each one's namespace only to leave it to the bulk pass writing
+there.
 
 A ResourceQuota kept for an HRQ whose ``status.used`` moved (kube-apiserver counted a write
 there) may wait a moment for others to gather: it *settles*. Only the quota keeper reads it, to
@@ -348,15 +350,15 @@ class Cache:
         # The resourceVersion each kind's list or watch has reached.
         self._positions: dict[str, str] = {}
         self._version = 0
-        # Per kind: grows with every change of that kind (for callers that memoise on one kind).
-        self._generations: dict[str, int] = {r.name: 0 for r in self.resources}
         self._stopping = False
         self._changed = threading.Condition()
         self._forest = Forest()
         self._indexes = Indexes()
         self._indexed = {r.name: r.indexed for r in self.resources if r.indexed is not None}
-        # Who is told what changed; none for a cache nobody asks (the webhook process's).
+        # Who is told what changed: each change goes to one of ``_feeds`` (``_bump``), and to
+        # each of ``_beside`` that follows its kind.
         self._feeds: list[Feed] = []
+        self._beside: list[Feed] = []
 
     def start(self, stop: threading.Event) -> None:
         """Start one thread per kind; they run until ``stop`` is set (daemon threads). Waits
@@ -372,7 +374,7 @@ class Cache:
         stop.wait()
         with self._changed:
             self._stopping = True
-            for feed in self._feeds:
+            for feed in self._feeds + self._beside:
                 feed._stopping = True
             self._changed.notify_all()
 
@@ -382,6 +384,14 @@ class Cache:
         with self._changed:
             feed = Feed(self._changed, None if kinds is None else frozenset(kinds))
             self._feeds.append(feed)
+            return feed
+
+    def follow_beside(self, kinds: Iterable[str]) -> Feed:
+        """A feed of every change from now on to ``kinds``, whichever feed (if any) also hears
+        of it: for what keeps a picture of its own current, rather than work to do."""
+        with self._changed:
+            feed = Feed(self._changed, frozenset(kinds))
+            self._beside.append(feed)
             return feed
 
     @property
@@ -398,11 +408,6 @@ class Cache:
     def items(self, resource: str) -> list[Obj]:
         with self._changed:
             return list(self._objects[resource].values())
-
-    def generation(self, resource: str) -> int:
-        """A number that changes whenever an object of ``resource`` does."""
-        with self._changed:
-            return self._generations[resource]
 
     def get(self, resource: str, namespace: str, name: str) -> Obj | None:
         """One object as cached, or None; may be called while ``reading`` holds the cache."""
@@ -526,7 +531,6 @@ class Cache:
         """Count a change of ``keys`` and hand it to the feed ``route`` says (``_route``): the
         one following ``resource`` (else the one following every kind no other feed follows),
         that one too but to settle, the latter alone (``others``), or none."""
-        self._generations[resource] += 1
         feed = None
         if route in ("kind", "settling"):
             feed = next(
@@ -536,6 +540,9 @@ class Cache:
             feed = next((f for f in self._feeds if f.kinds is None), None)
         if feed is not None:
             feed._add(resource, keys, settles=route == "settling")
+        for beside in self._beside:
+            if beside.kinds is not None and resource in beside.kinds:
+                beside._add(resource, keys)
         self._version += 1
         self._changed.notify_all()
 

@@ -162,3 +162,16 @@ def test_a_waiting_consumer_wakes_once_settled() -> None:
     _event(cache, HRQ_QUOTAS, _written(counted, 2, used={"pods": "1"}))
     thread.join(DEADLINE)
     assert woke.is_set()
+
+
+def test_a_feed_beside_hears_of_every_change_of_its_kinds_whoever_else_does() -> None:
+    """What keeps a picture of its own current (the parsed HRQs) must see the keeper's own
+    status writes too, which start no pass, and changes another feed takes."""
+    cache, feed = _cache()
+    beside = cache.follow_beside([HRQS])
+    hrq = _hrq()
+    _event(cache, HRQS, hrq, "ADDED")
+    _event(cache, HRQS, _written(hrq, 2, used={"pods": "3"}))
+    _event(cache, NAMESPACES, {"metadata": {"name": "team-b", "resourceVersion": "3"}}, "ADDED")
+    assert beside.take() == {HRQS: {("team-a", "compute")}}
+    assert feed.take() == {HRQS: {("team-a", "compute")}, NAMESPACES: {("", "team-b")}}
