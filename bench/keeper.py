@@ -6,7 +6,7 @@ ResourceQuota kept for them made and counted, every HRQ status written. Then, ag
 a pod is counted in a random namespace under HRQs (its ResourceQuotas' ``status.used`` grows)
 and the keeper's part of the pass that change starts is timed: ``Quotas.keep`` (the real
 keeper, controller/quotas.py) with the pass's scope as the controller computes it (the
-namespace and everything below it), over ``QuotaWorld``, an in-memory stand-in for the
+namespace counted: controller.passes.scope_of), over ``QuotaWorld``, an in-memory stand-in for the
 controller's cache and the API that takes the keeper's writes. The same for a whole pass,
 and for the planner's hold check (``quota.awaiting``, from the keeper's parsed HRQs and its
 view of the kept ResourceQuotas, as the controller's snapshot carries them) of the same scope,
@@ -29,11 +29,11 @@ from accurate_testbed.apiserver.patching import json_merge_patch
 from bench.report import Row, percentile, timed
 from bench.target import Target
 from controller.cache import HRQ_QUOTAS, HRQS
+from controller.passes import scope_of
 from controller.quotas import Quotas
 from libaccurate import quota
 from libaccurate.constants import LABEL_PARENT, LABEL_TYPE
 from libaccurate.forest import Forest, Node
-from libaccurate.planner import affected
 
 Key = tuple[str, str]
 Obj = dict[str, Any]
@@ -64,6 +64,22 @@ def hrq_object(namespace: str, name: str, hard: Mapping[str, str]) -> Obj:
     }
 
 
+class Followed:
+    """The changes of some kinds not taken yet, as a cache Feed hands them over."""
+
+    def __init__(self, kinds: Iterable[str]) -> None:
+        self.kinds = frozenset(kinds)
+        self.touched: dict[str, set[Key]] = {}
+
+    def add(self, resource: str, key: Key) -> None:
+        if resource in self.kinds:
+            self.touched.setdefault(resource, set()).add(key)
+
+    def take(self) -> dict[str, set[Key]]:
+        taken, self.touched = self.touched, {}
+        return taken
+
+
 class QuotaWorld:
     """Namespaces, HRQs and the ResourceQuotas kept for them: the keeper's cache and API at
     once, in memory.
@@ -76,8 +92,8 @@ class QuotaWorld:
     def __init__(self, parents: Mapping[str, str | None], hrqs: Iterable[Obj]) -> None:
         self.nodes = {name: node(name, parent) for name, parent in parents.items()}
         self.objects: dict[str, dict[Key, Obj]] = {HRQS: {}, HRQ_QUOTAS: {}}
-        self.generations = {HRQS: 0, HRQ_QUOTAS: 0}
         self.changes: dict[str, set[Key]] = {}
+        self.followers: list[Followed] = []
         self.serial = itertools.count(1)
         for obj in hrqs:
             self.put(HRQS, obj)
@@ -87,18 +103,18 @@ class QuotaWorld:
 
     def changed(self, resource: str, key: Key) -> None:
         self.changes.setdefault(resource, set()).add(key)
+        for followed in self.followers:
+            followed.add(resource, key)
 
     def put(self, resource: str, obj: Obj) -> None:
         metadata = obj["metadata"]
         metadata["resourceVersion"] = str(next(self.serial))
         metadata.setdefault("uid", f"uid-{next(self.serial)}")
         self.objects[resource][key_of(obj)] = obj
-        self.generations[resource] += 1
         self.changed(resource, key_of(obj))
 
     def drop(self, resource: str, key: Key) -> None:
         if self.objects[resource].pop(key, None) is not None:
-            self.generations[resource] += 1
             self.changed(resource, key)
 
     # What the keeper reads from its cache.
@@ -108,8 +124,10 @@ class QuotaWorld:
     def get(self, resource: str, namespace: str, name: str) -> Obj | None:
         return self.objects[resource].get((namespace, name))
 
-    def generation(self, resource: str) -> int:
-        return self.generations[resource]
+    def follow_beside(self, kinds: Iterable[str]) -> Followed:
+        followed = Followed(kinds)
+        self.followers.append(followed)
+        return followed
 
     # What the keeper writes through the API.
     def create(self, path: str, body: Obj) -> Obj:
@@ -190,9 +208,8 @@ def keeper_passes(target: Target, size: int, hrqs: int, passes: int) -> list[Row
     scoped, held = [], []
     for _ in range(passes):
         world.grow(chooser.choice(limited))
-        changed = {namespace for namespace, _ in world.changes.get(HRQ_QUOTAS, ())}
+        scope = scope_of(forest, world.changes)
         world.changes = {}
-        scope = affected(forest, changed)
         scoped.append(timed(functools.partial(keeper.keep, forest, scope), CPU))
         held.append(timed(functools.partial(hold_check, keeper, forest, scope), CPU))
     whole = [timed(lambda: keeper.keep(forest), CPU) for _ in range(max(3, passes // 20))]

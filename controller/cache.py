@@ -11,12 +11,25 @@ every other object of a watched kind as a stub of its identity, labels and annot
 memory stays bounded by what propagates. The namespace forest the admission webhooks judge on,
 and the planner's indexes (libaccurate.index), are kept current with every event, so that
 neither a review nor a pass about a few namespaces pays for the cluster's size.
-What changed is handed to whoever follows it (a ``Feed``): each change goes to the one feed
-that follows its kind, so that the reconcile loop's lanes each see their own; but a SubNamespace
-that changed only in its status goes to the feed of every other kind, the bulk lane's. Statuses
-are written by the controller itself (a tenant cannot), a namespace's as soon as its writes in a
-pass are done, so during a long pass they come by the thousand, and the SubNamespace lane would
-plan each one's namespace only to leave it to the bulk pass writing there.
+What changed is handed to whoever follows it (a ``Feed``): each change goes to every feed that
+follows its kind *beside* the others (to keep a picture of its own current), and to the one
+other feed that follows its kind, so that the reconcile loop's lanes each see their own; but a
+SubNamespace that changed only in its status goes to the feed of every other kind, the bulk
+lane's. Statuses are written by the controller itself (a tenant cannot), a namespace's as soon
+as its writes in a pass are done, so during a long pass they come by the thousand, and the
+SubNamespace lane would plan each one's namespace only to leave it to the bulk pass writing
+there.
+
+A ResourceQuota kept for an HRQ whose ``status.used`` moved (kube-apiserver counted a write
+there) may wait a moment for others to gather: it *settles*. Only the quota keeper reads it, to
+write the HRQs' statuses, which the issue asks to follow usage within seconds, not at every
+write: with a pod every few milliseconds, a pass and an HRQ status write each would compete for
+the CPU with the next write's admission. A feed holding only settling changes is ready once
+none came for ``SETTLE_QUIET`` or the first of them is ``SETTLE_LONGEST`` old; any other change
+makes it ready at once, and a pass then takes them all. An HRQ changed in its status alone (the
+keeper's own write echoed back) goes to no feed: the keeper reads that status only to compare
+it with what it would write, in the passes other changes start, and a status edited by hand
+(tenants cannot) is put right by the next pass that plans its HRQ, a whole one at the latest.
 """
 
 from __future__ import annotations
@@ -48,9 +61,15 @@ from libaccurate.network.kube import ApiError, Kube, KubeError, resource_path
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
+# Which feed hears of a change (Cache._bump).
+Route = Literal["kind", "others", "settling", "nobody"]
 PAGE_SIZE = "500"
 # How often a process looks whether its cache is filled, when no change wakes it sooner.
 FILL_POLL = 1.0
+# A feed holding only settling changes is ready after this long without another one...
+SETTLE_QUIET = 0.2
+# ... or once the first of them waited this long.
+SETTLE_LONGEST = 1.0
 # ownerReferences: propagate-generated's owners are found through them, also while it is off
 # (controller.generated_notice).
 _STUB_FIELDS = (
@@ -209,6 +228,23 @@ def _status_only(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> 
     return before is not None and _sans_status(before) == _sans_status(after)
 
 
+def _route(resource: str, before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> Route:
+    """Which feed hears of a change (see the module's docstring): the one following its kind,
+    unless it is a SubNamespace's status (the bulk lane's), a kept ResourceQuota's usage
+    (settling) or an HRQ's status (none). Whether a ResourceQuota counts (the keys of its
+    ``status.hard`` and ``status.used``: libaccurate.quota.counting), which the copies into its
+    namespace wait for, is no usage change."""
+    if resource not in (SUBNAMESPACES, HRQS, HRQ_QUOTAS) or not _status_only(before, after):
+        return "kind"
+    if resource == SUBNAMESPACES:
+        return "others"
+    if resource == HRQS:
+        return "nobody"
+    old, new = (before or {}).get("status") or {}, after.get("status") or {}
+    same_keys = (old.get("used") or {}).keys() == (new.get("used") or {}).keys()
+    return "settling" if old.get("hard") == new.get("hard") and same_keys else "kind"
+
+
 def _sans_status(obj: Mapping[str, Any]) -> dict[str, Any]:
     """``obj`` less its status and what every write changes (resourceVersion, managedFields)."""
     metadata = {
@@ -246,15 +282,19 @@ class Feed:
         self._changed = changed
         self._touched: dict[str, set[Key]] = {}
         self._stopping = False
+        # Whether a change that does not settle is among them; when the first and the last
+        # settling change came (monotonic seconds).
+        self._urgent = False
+        self._first_settling = self._last_settling = 0.0
 
     def take(self) -> dict[str, set[Key]]:
-        """The objects changed since the last call, by kind.
+        """The objects changed since the last call, by kind, settled or not.
 
         Take them before reading the objects: a change that lands in between is then both in
         what is read and in the next call's answer, never in neither.
         """
         with self._changed:
-            taken, self._touched = self._touched, {}
+            taken, self._touched, self._urgent = self._touched, {}, False
             return taken
 
     def give(self, resource: str, keys: Iterable[Key]) -> None:
@@ -263,14 +303,37 @@ class Feed:
             self._add(resource, keys)
 
     def wait(self, timeout: float) -> bool:
-        """Block until something changed or ``timeout`` passed; whether anything did."""
+        """Block until the changes are ready to take (any change but a settling one at once,
+        settling ones once settled) or ``timeout`` passed; whether they are."""
+        deadline = time.monotonic() + max(timeout, 0.0)
         with self._changed:
-            return self._changed.wait_for(
-                lambda: bool(self._touched) or self._stopping, timeout=max(timeout, 0.0)
-            ) and bool(self._touched)
+            while not self._stopping:
+                now = time.monotonic()
+                ready = self._ready_at()
+                if ready <= now:
+                    return True
+                if now >= deadline:
+                    return False
+                self._changed.wait(min(ready, deadline) - now)
+            return bool(self._touched)
 
-    def _add(self, resource: str, keys: Iterable[Key]) -> None:
+    def _ready_at(self) -> float:
+        """When the changes held are ready to take (infinity: there are none)."""
+        if self._urgent:
+            return 0.0
+        if not self._touched:
+            return math.inf
+        return min(self._first_settling + SETTLE_LONGEST, self._last_settling + SETTLE_QUIET)
+
+    def _add(self, resource: str, keys: Iterable[Key], settles: bool = False) -> None:
         """Under the cache's lock."""
+        if settles:
+            now = time.monotonic()
+            if not self._touched or self._urgent:
+                self._first_settling = now
+            self._last_settling = now
+        else:
+            self._urgent = True
         self._touched.setdefault(resource, set()).update(keys)
         self._changed.notify_all()
 
@@ -287,15 +350,15 @@ class Cache:
         # The resourceVersion each kind's list or watch has reached.
         self._positions: dict[str, str] = {}
         self._version = 0
-        # Per kind: grows with every change of that kind (for callers that memoise on one kind).
-        self._generations: dict[str, int] = {r.name: 0 for r in self.resources}
         self._stopping = False
         self._changed = threading.Condition()
         self._forest = Forest()
         self._indexes = Indexes()
         self._indexed = {r.name: r.indexed for r in self.resources if r.indexed is not None}
-        # Who is told what changed; none for a cache nobody asks (the webhook process's).
+        # Who is told what changed: each change goes to one of ``_feeds`` (``_bump``), and to
+        # each of ``_beside`` that follows its kind.
         self._feeds: list[Feed] = []
+        self._beside: list[Feed] = []
 
     def start(self, stop: threading.Event) -> None:
         """Start one thread per kind; they run until ``stop`` is set (daemon threads). Waits
@@ -311,7 +374,7 @@ class Cache:
         stop.wait()
         with self._changed:
             self._stopping = True
-            for feed in self._feeds:
+            for feed in self._feeds + self._beside:
                 feed._stopping = True
             self._changed.notify_all()
 
@@ -321,6 +384,14 @@ class Cache:
         with self._changed:
             feed = Feed(self._changed, None if kinds is None else frozenset(kinds))
             self._feeds.append(feed)
+            return feed
+
+    def follow_beside(self, kinds: Iterable[str]) -> Feed:
+        """A feed of every change from now on to ``kinds``, whichever feed (if any) also hears
+        of it: for what keeps a picture of its own current, rather than work to do."""
+        with self._changed:
+            feed = Feed(self._changed, frozenset(kinds))
+            self._beside.append(feed)
             return feed
 
     @property
@@ -337,11 +408,6 @@ class Cache:
     def items(self, resource: str) -> list[Obj]:
         with self._changed:
             return list(self._objects[resource].values())
-
-    def generation(self, resource: str) -> int:
-        """A number that changes whenever an object of ``resource`` does."""
-        with self._changed:
-            return self._generations[resource]
 
     def get(self, resource: str, namespace: str, name: str) -> Obj | None:
         """One object as cached, or None; may be called while ``reading`` holds the cache."""
@@ -449,8 +515,7 @@ class Cache:
                         self._forest.upsert(node_from_object(kept))
                     if resource in self._indexed:
                         self._indexes.put(self._indexed[resource], kept)
-                    status = resource == SUBNAMESPACES and _status_only(found, kept)
-                    self._bump(resource, {_key(kept)}, to_all=status)
+                    self._bump(resource, {_key(kept)}, _route(resource, found, kept))
                     return version
             elif kind == "DELETED" and objects.pop(_key(obj), None) is not None:
                 if resource == NAMESPACES:
@@ -462,19 +527,22 @@ class Cache:
             self._changed.notify_all()
         return version
 
-    def _bump(self, resource: str, keys: Iterable[Key], to_all: bool = False) -> None:
-        """Count a change of ``keys``, for the feed of ``resource`` or (``to_all``) the feed
-        of every kind no other feed follows."""
-        self._generations[resource] += 1
+    def _bump(self, resource: str, keys: Iterable[Key], route: Route = "kind") -> None:
+        """Count a change of ``keys`` and hand it to the feed ``route`` says (``_route``): the
+        one following ``resource`` (else the one following every kind no other feed follows),
+        that one too but to settle, the latter alone (``others``), or none."""
         feed = None
-        if not to_all:
+        if route in ("kind", "settling"):
             feed = next(
                 (f for f in self._feeds if f.kinds is not None and resource in f.kinds), None
             )
-        if feed is None:
+        if feed is None and route != "nobody":
             feed = next((f for f in self._feeds if f.kinds is None), None)
         if feed is not None:
-            feed._add(resource, keys)
+            feed._add(resource, keys, settles=route == "settling")
+        for beside in self._beside:
+            if beside.kinds is not None and resource in beside.kinds:
+                beside._add(resource, keys)
         self._version += 1
         self._changed.notify_all()
 

@@ -5,7 +5,9 @@ The loop is level-based: a pass compares the whole picture of what it plans with
 be, never trusting an event to say what to do, so a missed or merged event can delay work but
 never lose it. An idle loop starts a pass the moment a change arrives; changes that arrive
 while a pass runs, or within 50 ms of its start, are gathered and planned together by the next
-one, so a burst is batched when the loop is busy and nothing waits when it is not. A pass also
+one, so a burst is batched when the loop is busy and nothing waits when it is not (but for
+a kept ResourceQuota's usage, which settles first: a stream of counted writes starts a pass
+about once a second, controller.cache). A pass also
 runs when the resync period is up, and after a pass that left work behind: the namespaces of
 the steps that did not happen are planned again after a growing pause (or at the next change),
 and after a failure everything is. A pass prompted by changes plans only the namespaces they

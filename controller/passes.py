@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from controller.applier import Applier, Report
-from controller.cache import NAMESPACES, SUBNAMESPACES, Cache, resource_name
+from controller.cache import HRQ_QUOTAS, NAMESPACES, SUBNAMESPACES, Cache, resource_name
 from controller.metrics import LANES, Metrics
 from controller.owners import Owners
 from controller.quotas import Quotas
 from controller.sudoers import Sudoers
 from libaccurate.config import Config, WatchedResource
-from libaccurate.forest import Problem
+from libaccurate.forest import Forest, Problem
 from libaccurate.planner import Plan, Result, Snapshot, about, affected, plan
 
 # The lanes' names in logs and metrics: the bulk of the work, and the SubNamespace lifecycle.
@@ -152,7 +152,7 @@ class Passes:
             propagate_generated=self.owners is not None,
             forest=forest,
             index=index,
-            scope=None if changes is None else affected(forest, namespaces_of(changes)),
+            scope=None if changes is None else scope_of(forest, changes),
             parsed_hrqs=self.quotas.parsed() if self.quotas is not None else None,
             kept_quotas=self.quotas.held() if self.quotas is not None else None,
         )
@@ -199,6 +199,17 @@ def _report(
     for name in previous.keys() - merged.keys():
         tell(name, None)
     return merged
+
+
+def scope_of(forest: Forest, changes: Changes) -> frozenset[str]:
+    """The namespaces a pass of ``changes`` plans: those they affect (each changed namespace
+    and everything below it, where what flows in comes from), but a ResourceQuota kept for an
+    HRQ concerns its own namespace alone: whether copies may go in there, and the sums of the
+    HRQs above it. Nothing below reads it, and with a pod every few milliseconds the subtrees
+    of the namespaces counted would make each pass plan the HRQs below them too."""
+    counted = {namespace for namespace, _ in changes.get(HRQ_QUOTAS, ())}
+    others = {kind: keys for kind, keys in changes.items() if kind != HRQ_QUOTAS}
+    return affected(forest, namespaces_of(others)) | counted
 
 
 def namespaces_of(changes: Changes) -> set[str]:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from controller.cache import HRQ_QUOTAS, HRQS, NAMESPACES, Cache
+from controller.cache import HRQ_QUOTAS, HRQS, NAMESPACES, Cache, Feed
 from controller.quota_sums import SubtreeSums
 from controller.reviews import admission_request, admission_response, unavailable
 from libaccurate import quota
@@ -44,65 +44,56 @@ class Parsed(NamedTuple):
 class ParsedHrqs:
     """The cached HRQs, each parsed once per spec, and their index by namespace.
 
-    The keeper writes HRQ statuses after nearly every counted write. The cache replaces only
-    the object written, and a status write does not move ``metadata.generation``: so an update
-    costs a look at which cached objects are new (by identity), and a parse only of those whose
-    uid or generation changed; the index is built again only when an HRQ's spec did, or an
-    HRQ came or went. ``parsed`` is every cached HRQ as last looked at, by namespace and name
-    (read only; the quota keeper plans from it). A caller that knows which HRQs were written
-    asks ``holds`` of those first and skips the look when each is held with its spec already.
+    The keeper writes HRQ statuses after counted writes, and a status write does not move
+    ``metadata.generation``. So ``current`` reads the cache's HRQs once, then follows its
+    changes (a feed beside the one the reconcile loop or the reviews take theirs from) and
+    looks only at the HRQs that changed: one is parsed again only when its uid or generation
+    moved, and the index is built again only when an HRQ's spec changed, or an HRQ came or
+    went. ``parsed`` is every cached HRQ as last looked at, by namespace and name (read only;
+    the quota keeper plans from it).
     """
 
     def __init__(self) -> None:
         self.index = quota.HrqIndex(())
-        self._by_id: dict[int, Parsed] = {}
         self._by_key: dict[quota.QuotaKey, Parsed] = {}
         self.parsed: Mapping[quota.QuotaKey, Parsed] = MappingProxyType(self._by_key)
-        # The cache generation of the HRQs last looked at.
-        self._at = -1
+        # The cache's changes of HRQs since the last look; None before the first.
+        self._changes: Feed | None = None
 
     def current(self, cache: Cache) -> quota.HrqIndex:
-        """The HRQs ``cache`` holds, looked at again only when one of them changed."""
-        generation = cache.generation(HRQS)
-        if self._at != generation:
+        """The HRQs ``cache`` holds: the first call reads them all, later ones only those
+        that changed since (one cache per instance)."""
+        if self._changes is None:
+            self._changes = cache.follow_beside([HRQS])
             self.update(cache.items(HRQS))
-            self._at = generation
+            return self.index
+        keys = self._changes.take().get(HRQS, ())
+        if any([self._take(key, cache.get(HRQS, *key)) for key in keys]):
+            self._reindex()
         return self.index
 
     def update(self, objects: Sequence[Mapping[str, Any]]) -> None:
-        known = self._by_id
-        fresh = [o for o in objects if (p := known.get(id(o))) is None or p.obj is not o]
-        changed = [self._take(obj) for obj in fresh]
-        gone = self._forget(objects) if len(known) != len(objects) else False
-        if any(changed) or gone:
-            self.index = quota.HrqIndex(p.hrq for p in self._by_key.values() if p.hrq)
+        """Hold exactly ``objects``."""
+        held = {_spec_of(obj)[0]: obj for obj in objects}
+        gone = [key for key in self._by_key if key not in held]
+        changed = [self._take(key, obj) for key, obj in held.items()]
+        changed += [self._take(key, None) for key in gone]
+        if any(changed):
+            self._reindex()
 
-    def holds(self, obj: Mapping[str, Any]) -> bool:
-        """Whether ``obj``'s HRQ is held with the spec ``obj`` has: then ``update`` would parse
-        nothing and leave the index as it is (a status write changes no spec)."""
-        key, spec = _spec_of(obj)
-        held = self._by_key.get(key)
-        return held is not None and held.spec == spec
-
-    def _take(self, obj: Mapping[str, Any]) -> bool:
-        """Hold ``obj`` in place of what its HRQ was; whether that changed its spec."""
-        key, spec = _spec_of(obj)
+    def _take(self, key: quota.QuotaKey, obj: Mapping[str, Any] | None) -> bool:
+        """Hold ``obj`` as HRQ ``key`` (None: it is gone); whether that changed its spec."""
         before = self._by_key.get(key)
-        if before is not None:
-            del self._by_id[id(before.obj)]
+        if obj is None:
+            return self._by_key.pop(key, None) is not None
+        spec = _spec_of(obj)[1]
         same = before is not None and before.spec == spec
         hrq = before.hrq if before is not None and same else _parsed(obj)
-        self._by_id[id(obj)] = self._by_key[key] = Parsed(key, obj, spec, hrq)
+        self._by_key[key] = Parsed(key, obj, spec, hrq)
         return not same
 
-    def _forget(self, objects: Sequence[Mapping[str, Any]]) -> bool:
-        """Drop the HRQs no longer cached; whether there were any."""
-        present = {id(obj) for obj in objects}
-        gone = [p for i, p in self._by_id.items() if i not in present]
-        for parsed in gone:
-            del self._by_id[id(parsed.obj)]
-            del self._by_key[parsed.key]
-        return bool(gone)
+    def _reindex(self) -> None:
+        self.index = quota.HrqIndex(p.hrq for p in self._by_key.values() if p.hrq)
 
 
 MoveCheck = Callable[[str, "str | None", Forest], "str | None"]
@@ -141,9 +132,8 @@ class QuotaReviews:
         self._parsed: dict[quota.QuotaKey, Seen] = {}
         # What the cache saw change since the last decision; the HRQs as last parsed; each
         # HRQ's subtree sum, kept from those changes (a review reads it).
-        self._changes = cache.follow([NAMESPACES, HRQS, HRQ_QUOTAS])
+        self._changes = cache.follow([NAMESPACES, HRQ_QUOTAS])
         self._hrqs = ParsedHrqs()
-        self._hrqs_read = False
         self._sums = SubtreeSums(cache)
 
     def validate_status(self, body: Any) -> Answer:
@@ -208,15 +198,12 @@ class QuotaReviews:
 
     def _catch_up(self, forest: Forest) -> quota.HrqIndex:
         """Take in what the cache saw change since the last decision, ``forest`` being the
-        cache's, held still: the HRQs (looked at all again only when one came, went or changed
-        its spec: the keeper's status writes change none), then the subtree sums."""
+        cache's, held still: the HRQs (looked at only where they changed), then the subtree
+        sums."""
         changes = self._changes.take()
-        hrqs = [self._cache.get(HRQS, *key) for key in changes.get(HRQS, ())]
-        if not self._hrqs_read or not all(o is not None and self._hrqs.holds(o) for o in hrqs):
-            self._hrqs.current(self._cache)
-            self._hrqs_read = True
-        self._sums.catch_up(forest, self._hrqs.index, changes, self._seen)
-        return self._hrqs.index
+        hrqs = self._hrqs.current(self._cache)
+        self._sums.catch_up(forest, hrqs, changes, self._seen)
+        return hrqs
 
     def _seen(self, key: quota.QuotaKey) -> Seen | None:
         """A cached quota's version and usage, parsed once per version."""

@@ -2,14 +2,15 @@
 scope, as the forest is now or as it was when each was last planned.
 
 A pass prompted by changes plans the namespaces they affect (``libaccurate.planner.affected``:
-each changed namespace and everything below it). What an HRQ needs (its ResourceQuotas, its
-sums, whether each namespace counts yet) depends only on the namespaces of its subtree and on
-the HRQs above it. So a change in namespace N concerns the HRQs on N's chain of parents (N's
-own included: N is in their subtrees now, or the HRQ itself changed) and the HRQs whose subtree
-held N when they were last planned (N moved out or was deleted: their ResourceQuota there
-goes, and their sums drop N). An HRQ whose chain above changed is inside the scope, since the
-scope holds everything below a change. A plan of everything plans every HRQ and records every
-subtree afresh, so what this remembers can lag a change only until the next such pass.
+each changed namespace and everything below it; a kept ResourceQuota's namespace alone). What
+an HRQ needs (its ResourceQuotas, its sums, whether each namespace counts yet) depends only on
+the namespaces of its subtree and on the HRQs above it. So a change in namespace N concerns the
+HRQs on N's chain of parents (N's own included: N is in their subtrees now, or the HRQ itself
+changed) and the HRQs whose subtree held N when they were last planned (N moved out or was
+deleted: their ResourceQuota there goes, and their sums drop N). An HRQ whose chain above
+changed is inside the scope, since the scope holds everything below a change. A plan of
+everything plans every HRQ and records every subtree afresh, so what this remembers can lag a
+change only until the next such pass.
 """
 
 from __future__ import annotations

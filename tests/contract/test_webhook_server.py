@@ -378,6 +378,99 @@ def test_a_request_without_a_body_length_is_refused(client: Client) -> None:
     connection.close()
 
 
+APPLICATION_JSON = "application/json"
+
+
+def test_one_connection_carries_many_reviews_until_the_client_closes_it(client: Client) -> None:
+    """As kube-apiserver keeps its connection to a webhook: each answer is whole, with its
+    length, and the connection stays open until a request says ``Connection: close``."""
+    connection = client.connection()
+    raw = json.dumps(_good()).encode()
+    for _ in range(3):
+        connection.request("POST", VALIDATE_NAMESPACE_PATH, raw, {"Content-Type": APPLICATION_JSON})
+        reply = connection.getresponse()
+        assert reply.status == 200
+        assert reply.getheader("Content-Type") == APPLICATION_JSON
+        assert json.loads(reply.read())["response"]["allowed"] is True
+        assert not reply.will_close
+    connection.request("POST", VALIDATE_NAMESPACE_PATH, raw, {"Connection": "close"})
+    reply = connection.getresponse()
+    assert reply.status == 200
+    assert reply.getheader("Connection") == "close"
+    reply.read()
+    assert connection.sock is None
+    connection.close()
+
+
+def test_a_client_that_expects_100_continue_gets_it_before_sending_the_body(
+    client: Client,
+) -> None:
+    raw = json.dumps(_good()).encode()
+    head = (
+        f"POST {VALIDATE_NAMESPACE_PATH} HTTP/1.1\r\nHost: webhook\r\n"
+        f"Content-Length: {len(raw)}\r\nExpect: 100-continue\r\n\r\n"
+    )
+    with _raw_connection(client) as tls:
+        tls.sendall(head.encode())
+        assert _read_some(tls).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        tls.sendall(raw)
+        assert b"HTTP/1.1 200 OK\r\n" in _read_some(tls)
+
+
+@pytest.mark.parametrize(
+    ("head", "code", "message"),
+    [
+        (b"POST\r\n\r\n", 400, "METHOD TARGET VERSION"),
+        (b"POST / HTTP/1.1\r\nno colon here\r\n\r\n", 400, "NAME: VALUE"),
+        (b"POST / HTTP/1.1\r\n" + b"X-A: b\r\n" * 101 + b"\r\n", 400, "at most 100 headers"),
+        (b"POST / HTTP/1.1\r\nX-A: " + b"b" * 70000 + b"\r\n\r\n", 400, "NAME: VALUE"),
+        (b"GET /healthz HTTP/1.1\r\n\r\n", 405, "POST"),
+    ],
+)
+def test_a_request_that_is_no_post_of_a_review_gets_an_error_and_the_server_keeps_serving(
+    client: Client, head: bytes, code: int, message: str
+) -> None:
+    with _raw_connection(client) as tls:
+        tls.sendall(head)
+        answer = _read_some(tls)
+    status_line, _, rest = answer.partition(b"\r\n")
+    assert status_line.startswith(f"HTTP/1.1 {code} ".encode())
+    assert message in json.loads(rest.partition(b"\r\n\r\n")[2])["message"]
+    assert client.review(VALIDATE_NAMESPACE_PATH, _good())["allowed"] is True
+
+
+def _raw_connection(client: Client) -> ssl.SSLSocket:
+    """A TLS connection to the server on which bytes are sent as they are."""
+    context = ssl.create_default_context(cadata=client.ca.cert_pem.bytes().decode())
+    plain = socket.create_connection(("127.0.0.1", client.server.port), timeout=10)
+    return context.wrap_socket(plain, server_hostname="127.0.0.1")
+
+
+def _read_some(tls: ssl.SSLSocket) -> bytes:
+    """What the server sent, up to the end of its answer (it is small) or of the connection."""
+    received = b""
+    while not _whole(received):
+        chunk = tls.recv(65536)
+        if not chunk:
+            break
+        received += chunk
+    return received
+
+
+def _whole(received: bytes) -> bool:
+    """Whether ``received`` holds a 100 Continue, or a head and as much body as it announces."""
+    head, separator, body = received.partition(b"\r\n\r\n")
+    if not separator:
+        return False
+    if head.startswith(b"HTTP/1.1 100 "):
+        return True
+    for line in head.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        if name.lower() == b"content-length":
+            return len(body) >= int(value)
+    return True
+
+
 # Conversion
 
 V1_OBJECT = {

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from bench.keeper import Followed
 from controller.cache import HRQ_QUOTAS, HRQS
-from controller.quota_admission import QuotaReviews
+from controller.quota_admission import ParsedHrqs, QuotaReviews
 from libaccurate import quota
 from libaccurate.constants import LABEL_PARENT, LABEL_TYPE
 from libaccurate.forest import Forest
@@ -28,31 +29,27 @@ class Cached:
             ]
         )
         self.objects: dict[str, dict[Key, dict[str, Any]]] = {HRQS: {}, HRQ_QUOTAS: {}}
-        self.touched: dict[str, set[Key]] = {}
-        self.changes = 0
+        self.followers: list[Followed] = []
 
     def put(self, resource: str, obj: dict[str, Any]) -> None:
         metadata = obj["metadata"]
         key = (metadata["namespace"], metadata["name"])
         self.objects[resource][key] = obj
-        self.changes += 1
-        self.touched.setdefault(resource, set()).add(key)
+        for followed in self.followers:
+            followed.add(resource, key)
 
     def drop(self, resource: str, key: Key) -> None:
         del self.objects[resource][key]
-        self.changes += 1
-        self.touched.setdefault(resource, set()).add(key)
+        for followed in self.followers:
+            followed.add(resource, key)
 
-    def generation(self, resource: str) -> int:
-        return self.changes
+    def follow(self, kinds: list[str]) -> Followed:
+        """The cache's changes as a Feed hands them over."""
+        followed = Followed(kinds)
+        self.followers.append(followed)
+        return followed
 
-    def follow(self, kinds: list[str]) -> Cached:
-        """The cache's changes as a Feed hands them over (only one follower here)."""
-        return self
-
-    def take(self) -> dict[str, set[Key]]:
-        taken, self.touched = self.touched, {}
-        return taken
+    follow_beside = follow
 
     def items(self, resource: str) -> list[dict[str, Any]]:
         return list(self.objects[resource].values())
@@ -133,3 +130,23 @@ def test_a_deleted_hrq_limits_nothing_any_more() -> None:
     assert not review(reviews, counted("1", 10), counted("2", 10))
     cache.drop(HRQS, ("team", "cap"))
     assert review(reviews, counted("1", 10), counted("2", 10))
+
+
+def test_the_parsed_hrqs_follow_each_write_and_index_again_only_on_a_spec_change() -> None:
+    """The keeper reads the HRQ objects it compares its statuses with from here: each status
+    write is taken in (the object as written), without parsing or indexing anything again."""
+    cache = Cached()
+    cache.put(HRQS, hrq("5", generation=1))
+    parsed = ParsedHrqs()
+    index = parsed.current(cache)  # type: ignore[arg-type]
+    written = hrq("5", generation=1, used="3")
+    cache.put(HRQS, written)
+    assert parsed.current(cache) is index  # type: ignore[arg-type]
+    assert parsed.parsed[("team", "cap")].obj is written
+    cache.put(HRQS, hrq("7", generation=2))
+    raised = parsed.current(cache)  # type: ignore[arg-type]
+    assert raised is not index
+    assert [h.hard["pods"].value for h in raised.in_namespace("team")] == [7]
+    cache.drop(HRQS, ("team", "cap"))
+    assert list(parsed.current(cache)) == []  # type: ignore[arg-type]
+    assert parsed.parsed == {}

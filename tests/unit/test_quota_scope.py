@@ -1,7 +1,8 @@
 """The quota keeper's scoped passes leave nothing for a whole pass to do.
 
 A pass prompted by changes makes the keeper plan only the HRQs whose subtree meets the
-namespaces those changes affect (libaccurate.quotascope). For random forests, HRQs, usage and
+namespaces those changes affect (libaccurate.quotascope), a kept ResourceQuota's change its own
+namespace alone (controller.passes.scope_of). For random forests, HRQs, usage and
 changes (moves, deleted, terminating and new namespaces, HRQs made, changed and deleted,
 ResourceQuotas counted, edited and deleted), the keeper (controller.quotas, the real code, over
 bench.keeper's in-memory stand-in for the cache and the API) runs one pass scoped as the
@@ -22,10 +23,9 @@ from hypothesis import strategies as st
 from bench.keeper import QuotaWorld, key_of, node
 from bench.keeper import hrq_object as bench_hrq
 from controller.cache import HRQ_QUOTAS, HRQS, NAMESPACES
-from controller.passes import namespaces_of
+from controller.passes import scope_of
 from controller.quotas import Quotas
 from libaccurate import quota
-from libaccurate.planner import affected
 
 Key = tuple[str, str]
 Obj = dict[str, Any]
@@ -159,6 +159,6 @@ def test_a_scoped_pass_leaves_nothing_for_a_whole_one(
             before = set(cluster.objects[HRQ_QUOTAS])
             keeper.keep_new(forest, made)
             assert set(cluster.objects[HRQ_QUOTAS]) - before == {key_of(q) for q in expected}
-        scope = affected(forest, namespaces_of(cluster.changes))
+        scope = scope_of(forest, cluster.changes)
         keeper.keep(forest, scope)
         assert writes(cluster.full_plan()) == []
