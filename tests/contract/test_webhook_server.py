@@ -378,6 +378,30 @@ def test_a_request_without_a_body_length_is_refused(client: Client) -> None:
     connection.close()
 
 
+APPLICATION_JSON = "application/json"
+
+
+def test_one_connection_carries_many_reviews_until_the_client_closes_it(client: Client) -> None:
+    """As kube-apiserver keeps its connection to a webhook: each answer is whole, with its
+    length, and the connection stays open until a request says ``Connection: close``."""
+    connection = client.connection()
+    raw = json.dumps(_good()).encode()
+    for _ in range(3):
+        connection.request("POST", VALIDATE_NAMESPACE_PATH, raw, {"Content-Type": APPLICATION_JSON})
+        reply = connection.getresponse()
+        assert reply.status == 200
+        assert reply.getheader("Content-Type") == APPLICATION_JSON
+        assert json.loads(reply.read())["response"]["allowed"] is True
+        assert not reply.will_close
+    connection.request("POST", VALIDATE_NAMESPACE_PATH, raw, {"Connection": "close"})
+    reply = connection.getresponse()
+    assert reply.status == 200
+    assert reply.getheader("Connection") == "close"
+    reply.read()
+    assert connection.sock is None
+    connection.close()
+
+
 # Conversion
 
 V1_OBJECT = {
