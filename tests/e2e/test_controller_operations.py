@@ -91,12 +91,17 @@ def test_a_pass_started_by_a_change_plans_only_what_the_change_affects(
     child = scene.subnamespace(root, "child")
     scene.settle(root, child)
     everything = len(scene.kube.list_objects(resource_path("", "v1", "namespaces"))["items"])
-    planned = [
-        record["namespaces"]
-        for record in running.records()
-        if record["msg"] == "reconcile pass done" and started(record) > changed
-    ]
-    assert planned, running.output()
+
+    def planned_since() -> list[Any]:
+        """What each pass started after the change planned; a pass logs it once its last
+        write (the status that made the SubNamespace Ready) has come back."""
+        return [
+            record["namespaces"]
+            for record in running.records()
+            if record["msg"] == "reconcile pass done" and started(record) > changed
+        ]
+
+    planned = scene.wait(planned_since, "a pass started by the change to end")
     assert all(isinstance(n, int) and 1 <= n < everything for n in planned), planned
 
 
