@@ -135,13 +135,8 @@ class QuotaController:
 
     def _evaluators(self) -> Iterable[Evaluator]:
         """One per namespaced resource that can be created (quotable), each once."""
-        seen: set[tuple[str, str]] = set()
-        for resource in self.api.registry:
-            key = (resource.group, resource.plural)
-            if not resource.namespaced or "create" not in resource.verbs or key in seen:
-                continue
-            seen.add(key)
-            evaluator = evaluator_for(*key)
+        for resource in self.api.registry.namespaced("create"):
+            evaluator = evaluator_for(resource.group, resource.plural)
             if evaluator is not None:
                 yield evaluator
 

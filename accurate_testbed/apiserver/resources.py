@@ -246,6 +246,16 @@ class Registry:
     def __iter__(self) -> Iterator[Resource]:
         return iter(list(self._resources))
 
+    def namespaced(self, verb: str) -> Iterator[Resource]:
+        """Each namespaced resource that serves ``verb``, once per (group, plural) whatever
+        its versions: what kube's controllers go over when they act on a whole namespace."""
+        seen: set[tuple[str, str]] = set()
+        for resource in list(self._resources):
+            kind = (resource.group, resource.plural)
+            if resource.namespaced and verb in resource.verbs and kind not in seen:
+                seen.add(kind)
+                yield resource
+
     def find(self, group: str, version: str, plural: str) -> Resource | None:
         for resource in self._resources:
             if (resource.group, resource.version, resource.plural) == (group, version, plural):

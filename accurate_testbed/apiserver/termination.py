@@ -171,12 +171,7 @@ class Termination:
         kind as the conditions name it."""
         failures: list[str] = []
         remaining: list[tuple[str, Obj]] = []
-        seen: set[tuple[str, str]] = set()
-        for resource in self.api.registry:
-            kind = (resource.group, resource.plural)
-            if not resource.namespaced or "delete" not in resource.verbs or kind in seen:
-                continue
-            seen.add(kind)
+        for resource in self.api.registry.namespaced("delete"):
             options = {"propagationPolicy": "Background"}
             try:
                 self.api.delete_collection(resource, namespace, "", "", CALLER, options)
