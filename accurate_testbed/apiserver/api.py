@@ -13,7 +13,6 @@ import dataclasses
 import datetime
 import json
 import random
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -42,6 +41,7 @@ from accurate_testbed.apiserver.resources import (
 )
 from accurate_testbed.apiserver.selectors import selector
 from accurate_testbed.apiserver.store import Expired, Store
+from accurate_testbed.apiserver.uids import new_uid
 from accurate_testbed.apiserver.webhooks import WebhookConfigurations
 from libaccurate.validation import FieldError
 
@@ -509,7 +509,7 @@ class Api:
         meta = obj["metadata"]
         for server_set in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(server_set, None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = new_uid()
         meta["creationTimestamp"] = now()
         if resource.has_generation:
             meta["generation"] = 1

@@ -19,7 +19,6 @@ evaluation timed out``, while the check goes on).
 from __future__ import annotations
 
 import threading
-import uuid
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,12 +29,13 @@ from accurate_testbed.apiserver.api import Api, Attempt, Caller, Obj
 from accurate_testbed.apiserver.cloning import clone
 from accurate_testbed.apiserver.errors import ApiError
 from accurate_testbed.apiserver.quota_evaluators import Evaluator, evaluator_for, matches
+from accurate_testbed.apiserver.uids import new_uid
 from libaccurate import quantity
 
 # The loopback client's identity (server/config.go, AuthorizeClientBearerToken).
 APISERVER_USER: dict[str, Any] = {
     "username": "system:apiserver",
-    "uid": str(uuid.uuid4()),
+    "uid": new_uid(),
     "groups": ["system:authenticated", "system:masters"],
 }
 _LOOPBACK_AGENT = "kube-apiserver/v1.32.0 (linux/amd64) kubernetes"

@@ -30,7 +30,6 @@ import functools
 import importlib
 import json
 import ssl
-import uuid
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -45,6 +44,7 @@ from accurate_testbed.apiserver.errors import (
     not_found,
 )
 from accurate_testbed.apiserver.patching import PatchError, json_patch
+from accurate_testbed.apiserver.uids import new_uid
 from accurate_testbed.apiserver.webhook_transport import (
     Address,
     Closed,
@@ -467,7 +467,7 @@ def _call(webhook: Webhook, request: AdmissionRequest, warnings: list[str]) -> l
             "could not create admission objects: the in-memory API server sends only "
             "admission.k8s.io/v1 AdmissionReviews; add v1 to admissionReviewVersions"
         )
-    uid = str(uuid.uuid4())
+    uid = new_uid()
     response = _verify(uid, webhook.mutating, post(webhook, _review(request, uid)))
     warnings.extend(response.get("warnings") or [])
     if not response.get("allowed"):
