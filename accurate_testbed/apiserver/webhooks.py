@@ -348,8 +348,8 @@ def _scope_matches(scope: str, request: AdmissionRequest) -> bool:
     return cluster_scoped == (scope == "Cluster")
 
 
-def _labels(obj: Mapping[str, Any] | None) -> dict[str, str]:
-    return dict((obj or {}).get("metadata", {}).get("labels") or {})
+def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
+    return (obj or {}).get("metadata", {}).get("labels") or {}
 
 
 def _selector_namespace_labels(
@@ -498,7 +498,7 @@ def post(webhook: Endpoint, review: dict[str, Any]) -> dict[str, Any]:
     target = f"{webhook.url}?timeout={timeout}s"
     parts = urlsplit(target)
     key = (parts.hostname or "", parts.port or 443, webhook.ca_bundle)
-    body = json.dumps(review).encode()
+    body = json.dumps(review, separators=(",", ":")).encode()  # compact, as Go encodes it
     kept = _CONNECTIONS.take(key, timeout)
     if kept is not None:
         try:
