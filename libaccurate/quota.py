@@ -49,6 +49,9 @@ COUNT_SUBNAMESPACES = "count/subnamespaces.accurate.cybozu.com"
 # the controller and the webhook can select exactly these) and its namespace/name.
 LABEL_HRQ_NAMESPACE = "accurate.cybozu.com/hrq-namespace"
 ANNOTATION_HRQ = "accurate.cybozu.com/hrq"
+# The other HRQs a ResourceQuota counts for in its namespace (``dominates``), "ns/name,...": so a
+# tenant who may not read an HRQ above their tree still learns that it limits them.
+ANNOTATION_SERVES = "accurate.cybozu.com/hrq-serves"
 QUOTA_PREFIX = "hrq."
 # The limit of the ResourceQuotas kept for HRQs (1P): they count, the webhook judges. Not
 # higher: kube-apiserver refuses object counts of 9.3e15 and more (their milli value overflows).
@@ -148,8 +151,9 @@ def hrq_of_quota(quota: Object) -> QuotaKey | None:
     return (namespace, name)
 
 
-def desired_quota(hrq: Hrq, namespace: str) -> dict[str, Any]:
-    """The ResourceQuota that makes kube-apiserver count, in ``namespace``, what ``hrq`` limits.
+def desired_quota(hrq: Hrq, namespace: str, serves: Sequence[Hrq] = ()) -> dict[str, Any]:
+    """The ResourceQuota that makes kube-apiserver count, in ``namespace``, what ``hrq`` limits
+    (and what the HRQs ``serves`` limit: it counts for them too).
 
     Its limits are ``COUNTING_ONLY``, never reached: kube-apiserver counts and records, and
     every refusal for going over comes from the webhook, with the numbers of the whole tree
@@ -158,6 +162,9 @@ def desired_quota(hrq: Hrq, namespace: str) -> dict[str, Any]:
     spec: dict[str, Any] = {"hard": dict(sorted(_counting_hard(hrq).items()))}
     if hrq.scope_selector:
         spec["scopeSelector"] = hrq.scope_selector
+    annotations = {ANNOTATION_HRQ: hrq.ref}
+    if serves:
+        annotations[ANNOTATION_SERVES] = ",".join(sorted(other.ref for other in serves))
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
@@ -165,10 +172,20 @@ def desired_quota(hrq: Hrq, namespace: str) -> dict[str, Any]:
             "name": quota_name(hrq.key),
             "namespace": namespace,
             "labels": {LABEL_CREATED_BY: CREATED_BY_VALUE, LABEL_HRQ_NAMESPACE: hrq.namespace},
-            "annotations": {ANNOTATION_HRQ: hrq.ref},
+            "annotations": annotations,
         },
         "spec": spec,
     }
+
+
+def hrqs_counted_by(quota: Object) -> list[QuotaKey]:
+    """The HRQs a kept ResourceQuota counts for: its own and those it serves."""
+    own = hrq_of_quota(quota)
+    if own is None:
+        return []
+    text = ((quota.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SERVES) or ""
+    served = [ref.partition("/") for ref in text.split(",") if "/" in ref]
+    return [own, *((namespace, name) for namespace, _, name in served if namespace and name)]
 
 
 def subtree(forest: Forest, hrq: Hrq) -> tuple[str, ...]:
@@ -578,8 +595,11 @@ def desired_quotas(forest: Forest, hrqs: Iterable[Hrq]) -> dict[QuotaKey, dict[s
     wanted = {}
     for hrq in index:
         for namespace in subtree(forest, hrq):
-            if not dominated(hrq, covering(forest, index, namespace)):
-                wanted[(namespace, quota_name(hrq.key))] = desired_quota(hrq, namespace)
+            above = covering(forest, index, namespace)
+            if not dominated(hrq, above):
+                wanted[(namespace, quota_name(hrq.key))] = desired_quota(
+                    hrq, namespace, served(hrq, above)
+                )
     return wanted
 
 
@@ -600,6 +620,11 @@ def dominates(other: Hrq, hrq: Hrq, above: Sequence[Hrq]) -> bool:
 
 def dominated(hrq: Hrq, above: Sequence[Hrq]) -> bool:
     return any(dominates(other, hrq, above) for other in above)
+
+
+def served(hrq: Hrq, above: Sequence[Hrq]) -> list[Hrq]:
+    """The HRQs that ``hrq``'s ResourceQuota serves in a namespace (``above``: its HRQs)."""
+    return [other for other in above if dominates(hrq, other, above)]
 
 
 def counted_for(
@@ -729,17 +754,17 @@ def plan_hrqs(
             above = covering(forest, hrqs, namespace)
             current = held.get((namespace, name))
             node = forest.get(namespace)
+            wanted_quota = desired_quota(hrq, namespace, served(hrq, above))
             if dominated(hrq, above):
                 keep = current is not None and not counted_for(hrq, namespace, above, held, name)
             else:
                 keep = True
                 if current is None and node is not None and not node.terminating:
-                    create.append(desired_quota(hrq, namespace))
+                    create.append(wanted_quota)
             if keep:
                 wanted.add((namespace, name))
-                if current is not None and _differs(current, hrq, hard):
+                if current is not None and _differs(current, wanted_quota, hrq, hard):
                     version = (current.get("metadata") or {}).get("resourceVersion")
-                    wanted_quota = desired_quota(hrq, namespace)
                     metadata = {**wanted_quota["metadata"], "resourceVersion": version}
                     replace.append({**wanted_quota, "metadata": metadata})
             if not counted_for(hrq, namespace, above, held):
@@ -807,7 +832,7 @@ def missing_quotas(
                 and not dominated(hrq, above)
                 and held.get((namespace, quota_name(hrq.key))) is None
             ):
-                found.append(desired_quota(hrq, namespace))
+                found.append(desired_quota(hrq, namespace, served(hrq, above)))
     return found
 
 
@@ -843,17 +868,20 @@ def _counting_hard(hrq: Hrq) -> dict[str, str]:
     return {r: str(max(q, COUNTING_ONLY, key=lambda x: x.value)) for r, q in hrq.hard.items()}
 
 
-def _differs(current: Object, hrq: Hrq, hard: Mapping[str, str]) -> bool:
-    """Whether a kept ResourceQuota's spec or identifying metadata is not what ``hrq`` needs
-    (``hard`` from ``_counting_hard``; quantities compared by value when not as written: the
-    API server may print them differently)."""
+def _differs(current: Object, wanted: Object, hrq: Hrq, hard: Mapping[str, str]) -> bool:
+    """Whether a kept ResourceQuota's spec or identifying metadata is not what ``wanted``
+    (``desired_quota`` for ``hrq``, ``hard`` from ``_counting_hard``) says (quantities compared
+    by value when not as written: the API server may print them differently)."""
     metadata = current.get("metadata") or {}
     if hrq_of_quota(current) != hrq.key:
         return True
     if (metadata.get("labels") or {}).get(LABEL_CREATED_BY) != CREATED_BY_VALUE:
         return True
+    serves = (wanted["metadata"]["annotations"]).get(ANNOTATION_SERVES)
+    if (metadata.get("annotations") or {}).get(ANNOTATION_SERVES) != serves:
+        return True
     spec = current.get("spec") or {}
-    if (spec.get("scopeSelector") or None) != (hrq.scope_selector or None):
+    if counted_quota(current).scope != hrq_scope(hrq):
         return True
     if spec.get("hard") == hard:
         return False
