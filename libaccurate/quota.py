@@ -163,8 +163,8 @@ def desired_quota(hrq: Hrq, namespace: str, serves: Sequence[Hrq] = ()) -> dict[
     if hrq.scope_selector:
         spec["scopeSelector"] = hrq.scope_selector
     annotations = {ANNOTATION_HRQ: hrq.ref}
-    if serves:
-        annotations[ANNOTATION_SERVES] = ",".join(sorted(other.ref for other in serves))
+    if (refs := _refs(serves)) is not None:
+        annotations[ANNOTATION_SERVES] = refs
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
@@ -176,6 +176,11 @@ def desired_quota(hrq: Hrq, namespace: str, serves: Sequence[Hrq] = ()) -> dict[
         },
         "spec": spec,
     }
+
+
+def _refs(hrqs: Sequence[Hrq]) -> str | None:
+    """The ``accurate.cybozu.com/hrq-serves`` annotation for ``hrqs`` (None: none)."""
+    return ",".join(sorted(hrq.ref for hrq in hrqs)) or None
 
 
 def hrqs_counted_by(quota: Object) -> list[QuotaKey]:
@@ -754,16 +759,17 @@ def plan_hrqs(
             above = covering(forest, hrqs, namespace)
             current = held.get((namespace, name))
             node = forest.get(namespace)
-            wanted_quota = desired_quota(hrq, namespace, served(hrq, above))
+            serves = served(hrq, above)
             if dominated(hrq, above):
                 keep = current is not None and not counted_for(hrq, namespace, above, held, name)
             else:
                 keep = True
                 if current is None and node is not None and not node.terminating:
-                    create.append(wanted_quota)
+                    create.append(desired_quota(hrq, namespace, serves))
             if keep:
                 wanted.add((namespace, name))
-                if current is not None and _differs(current, wanted_quota, hrq, hard):
+                if current is not None and _differs(current, hrq, hard, _refs(serves)):
+                    wanted_quota = desired_quota(hrq, namespace, serves)
                     version = (current.get("metadata") or {}).get("resourceVersion")
                     metadata = {**wanted_quota["metadata"], "resourceVersion": version}
                     replace.append({**wanted_quota, "metadata": metadata})
@@ -868,16 +874,15 @@ def _counting_hard(hrq: Hrq) -> dict[str, str]:
     return {r: str(max(q, COUNTING_ONLY, key=lambda x: x.value)) for r, q in hrq.hard.items()}
 
 
-def _differs(current: Object, wanted: Object, hrq: Hrq, hard: Mapping[str, str]) -> bool:
-    """Whether a kept ResourceQuota's spec or identifying metadata is not what ``wanted``
-    (``desired_quota`` for ``hrq``, ``hard`` from ``_counting_hard``) says (quantities compared
-    by value when not as written: the API server may print them differently)."""
+def _differs(current: Object, hrq: Hrq, hard: Mapping[str, str], serves: str | None) -> bool:
+    """Whether a kept ResourceQuota's spec or identifying metadata is not what ``hrq`` needs
+    (``hard`` from ``_counting_hard``, ``serves`` from ``_refs``; quantities compared by value
+    when not as written: the API server may print them differently)."""
     metadata = current.get("metadata") or {}
     if hrq_of_quota(current) != hrq.key:
         return True
     if (metadata.get("labels") or {}).get(LABEL_CREATED_BY) != CREATED_BY_VALUE:
         return True
-    serves = (wanted["metadata"]["annotations"]).get(ANNOTATION_SERVES)
     if (metadata.get("annotations") or {}).get(ANNOTATION_SERVES) != serves:
         return True
     spec = current.get("spec") or {}
