@@ -14,6 +14,7 @@ from libaccurate.quota import (
     QuotaTable,
     desired_quota,
     hrq_of_quota,
+    hrqs_counted_by,
     plan_quotas,
     quota_name,
     read_hrq,
@@ -103,6 +104,22 @@ def test_an_hrq_served_by_another_gets_no_quota_of_its_own_once_that_one_counts(
     assert waiting.delete == (("a", "hrq.a.more", "uid-a"),)
     statuses = {o["metadata"]["name"]: s for o, s in waiting.statuses}
     assert {c.type: c.status for c in statuses["more"].conditions}["Counted"] == "True"
+
+
+def test_the_quota_that_serves_other_hrqs_names_them() -> None:
+    """So a tenant who may not read an HRQ above their tree still learns it limits them."""
+    objects = [hrq_object("team", "compute", pods="4", cpu="2"), hrq_object("a", "more", pods="3")]
+    created = {q["metadata"]["namespace"]: q for q in plan_quotas(tree(), objects, []).create}
+    assert hrqs_counted_by(created["a1"]) == [("team", "compute"), ("a", "more")]
+    assert hrqs_counted_by(created["b"]) == [("team", "compute")]
+    assert "accurate.cybozu.com/hrq-serves" not in created["b"]["metadata"]["annotations"]
+
+
+def test_a_scope_reads_alike_with_or_without_an_empty_values_list() -> None:
+    """The API server writes a ResourceQuota back without an empty list: not a new scope."""
+    bare = {"matchExpressions": [{"scopeName": "BestEffort", "operator": "Exists"}]}
+    empty = {"matchExpressions": [{"operator": "Exists", "scopeName": "BestEffort", "values": []}]}
+    assert scope_key(bare) == scope_key(empty) != scope_key(None) == ""
 
 
 def test_someone_elses_quota_of_that_name_is_left_alone() -> None:
