@@ -6,7 +6,7 @@ counting is left to kube-apiserver: every namespace of N's subtree holds a Resou
 (``quota_name``) that counts what the HRQ limits, so the API server's own quota admission
 counts each write and records the namespace's usage in that ResourceQuota's status as part of
 the write. One ResourceQuota serves every HRQ above a namespace that counts the same objects
-(the same scope) and no resource it lacks (``dominates``): a namespace keeps one per HRQ that
+(the same scope) and no resource it lacks (``Chain``): a namespace keeps one per HRQ that
 no other HRQ above it serves, so a write is charged, and reviewed, once per distinct scope
 rather than once per HRQ. The sum over the subtree of those statuses is the HRQ's usage; the
 webhook on their status updates (``review_usage``) refuses the update, and so the write, that
@@ -49,7 +49,7 @@ COUNT_SUBNAMESPACES = "count/subnamespaces.accurate.cybozu.com"
 # the controller and the webhook can select exactly these) and its namespace/name.
 LABEL_HRQ_NAMESPACE = "accurate.cybozu.com/hrq-namespace"
 ANNOTATION_HRQ = "accurate.cybozu.com/hrq"
-# The other HRQs a ResourceQuota counts for in its namespace (``dominates``), "ns/name,...": so a
+# The other HRQs a ResourceQuota counts for in its namespace (``Chain.serves``), "ns/name,...": so a
 # tenant who may not read an HRQ above their tree still learns that it limits them.
 ANNOTATION_SERVES = "accurate.cybozu.com/hrq-serves"
 QUOTA_PREFIX = "hrq."
@@ -251,6 +251,8 @@ def scope_key(selector: Mapping[str, Any] | None) -> str:
     """What tells the objects a quota counts apart: its scopeSelector in one canonical text
     ("" for none). An empty ``values`` list and no list read alike, as the API server writes a
     ResourceQuota back without the empty one."""
+    if not selector:
+        return ""
     expressions = [
         {k: (sorted(v) if k == "values" else v) for k, v in term.items() if v not in (None, [])}
         for term in (selector or {}).get("matchExpressions") or ()
@@ -595,54 +597,74 @@ class Lookup(Protocol):
 
 def desired_quotas(forest: Forest, hrqs: Iterable[Hrq]) -> dict[QuotaKey, dict[str, Any]]:
     """Every ResourceQuota the HRQs need, by namespace and name, once each is counted: one in
-    each namespace for each HRQ above it that no other serves (``dominates``)."""
+    each namespace for each HRQ above it that no other serves (``Chain``)."""
     index = HrqIndex(hrqs)
     wanted = {}
     for hrq in index:
         for namespace in subtree(forest, hrq):
-            above = covering(forest, index, namespace)
-            if not dominated(hrq, above):
+            chain = chain_of(covering(forest, index, namespace))
+            if not chain.dominated[hrq.key]:
                 wanted[(namespace, quota_name(hrq.key))] = desired_quota(
-                    hrq, namespace, served(hrq, above)
+                    hrq, namespace, chain.serves[hrq.key]
                 )
     return wanted
 
 
-def dominates(other: Hrq, hrq: Hrq, above: Sequence[Hrq]) -> bool:
-    """Whether the ResourceQuota kept for ``other`` in a namespace both limit (``above``: the
-    HRQs above it, nearest first) serves ``hrq`` too, so ``hrq`` needs none of its own there:
-    it counts the same objects and every resource ``hrq`` limits, and it has more, or as many
-    and is nearer (in one namespace: first by name). So each namespace keeps one for every HRQ
-    no other dominates, and each HRQ there is served by one of those."""
-    if (
-        other == hrq
-        or hrq_scope(other) != hrq_scope(hrq)
-        or not other.hard.keys() >= hrq.hard.keys()
-    ):
-        return False
-    return other.hard.keys() != hrq.hard.keys() or above.index(other) < above.index(hrq)
+class Chain(NamedTuple):
+    """The HRQs above one namespace, nearest first, and which ResourceQuota counts for each.
+
+    The ResourceQuota kept for HRQ *B* there serves HRQ *A* when both count the same objects
+    (the same scope) and *B* limits every resource *A* limits: more of them, or the same and
+    *B* is nearer (in one namespace: first by name). So the namespace keeps one for every HRQ
+    that none serves (``dominated`` False), and each HRQ is served by one of those.
+    """
+
+    above: Sequence[Hrq]
+    # Whether another HRQ's ResourceQuota serves this one here.
+    dominated: Mapping[QuotaKey, bool]
+    # The HRQs this one's ResourceQuota serves here.
+    serves: Mapping[QuotaKey, Sequence[Hrq]]
+    # The HRQs whose ResourceQuota counts for this one here: itself, and those that serve it.
+    servers: Mapping[QuotaKey, Sequence[Hrq]]
+
+    def server(self, hrq: Hrq) -> Hrq:
+        """The HRQ whose ResourceQuota counts for ``hrq`` here once all are in place."""
+        found = (o for o in self.servers[hrq.key] if o != hrq and not self.dominated[o.key])
+        return next(found, hrq)
 
 
-def dominated(hrq: Hrq, above: Sequence[Hrq]) -> bool:
-    return any(dominates(other, hrq, above) for other in above)
-
-
-def served(hrq: Hrq, above: Sequence[Hrq]) -> list[Hrq]:
-    """The HRQs that ``hrq``'s ResourceQuota serves in a namespace (``above``: its HRQs)."""
-    return [other for other in above if dominates(hrq, other, above)]
+def chain_of(above: Sequence[Hrq]) -> Chain:
+    """Who serves whom among the HRQs ``above`` a namespace (nearest first)."""
+    scopes = [hrq_scope(hrq) for hrq in above]
+    over = [
+        [
+            i != j
+            and scopes[i] == scopes[j]
+            and a.hard.keys() >= b.hard.keys()
+            and (i < j or a.hard.keys() != b.hard.keys())
+            for j, b in enumerate(above)
+        ]
+        for i, a in enumerate(above)
+    ]
+    indexes = range(len(above))
+    return Chain(
+        above,
+        {b.key: any(over[i][j] for i in indexes) for j, b in enumerate(above)},
+        {a.key: [above[j] for j in indexes if over[i][j]] for i, a in enumerate(above)},
+        {b.key: [above[i] for i in indexes if i == j or over[i][j]] for j, b in enumerate(above)},
+    )
 
 
 def counted_for(
-    hrq: Hrq, namespace: str, above: Sequence[Hrq], held: Lookup, besides: str | None = None
+    hrq: Hrq, namespace: str, serving: Sequence[Hrq], held: Lookup, besides: str | None = None
 ) -> bool:
-    """Whether a ResourceQuota kept in ``namespace`` for ``hrq`` or for an HRQ that dominates
-    it there (``above``: the HRQs above the namespace, nearest first), other than the one
-    named ``besides``, counts every write of what ``hrq`` limits."""
+    """Whether a ResourceQuota kept in ``namespace`` for one of the HRQs ``serving`` ``hrq``
+    there (``servers``), other than the one named ``besides``, counts every write of what
+    ``hrq`` limits."""
     return any(
         counting(held.get((namespace, name)) or {}, hrq)
-        for other in above
-        if (other == hrq or dominates(other, hrq, above))
-        and (name := quota_name(other.key)) != besides
+        for other in serving
+        if (name := quota_name(other.key)) != besides
     )
 
 
@@ -680,11 +702,11 @@ def awaiting(
         # Nothing can be created in a terminating namespace, and it gets no ResourceQuota.
         if node is None or node.terminating:
             continue
-        above = covering(forest, hrqs, namespace)
+        chain = chain_of(covering(forest, hrqs, namespace))
         missing = [
-            f"{quota_name(_server(hrq, above).key)} (for {hrq.ref})"
-            for hrq in above
-            if not counted_for(hrq, namespace, above, held)
+            f"{quota_name(chain.server(hrq).key)} (for {hrq.ref})"
+            for hrq in chain.above
+            if not counted_for(hrq, namespace, chain.servers[hrq.key], held)
         ]
         if missing:
             found[namespace] = (
@@ -692,11 +714,6 @@ def awaiting(
                 f"namespace {namespace} exist and are counted: {', '.join(missing)}"
             )
     return found
-
-
-def _server(hrq: Hrq, above: Sequence[Hrq]) -> Hrq:
-    """The HRQ whose ResourceQuota counts for ``hrq`` in a namespace once all are in place."""
-    return next((o for o in above if dominates(o, hrq, above) and not dominated(o, above)), hrq)
 
 
 def held_quotas(quotas: Iterable[Object]) -> dict[QuotaKey, Object]:
@@ -735,11 +752,13 @@ def plan_hrqs(
     ``held`` the ResourceQuotas the controller keeps; ``former`` those of them that may no
     longer be wanted (a planned HRQ's, in the namespaces it was kept in before): those not
     wanted now are deleted, once none is the only one counting for an HRQ above its namespace.
-    An HRQ served in a namespace by another's ResourceQuota (``dominates``) gets none there;
+    An HRQ served in a namespace by another's ResourceQuota (``Chain``) gets none there;
     one it already has there stays until the other's counts. A namespace being deleted gets no
     new ResourceQuota, but what it still uses counts until it is gone.
     """
-    usage = _HeldUsage(held, forest, hrqs)
+    held = _Remembered(held)
+    chains = _Chains(forest, hrqs)
+    usage = _HeldUsage(held, chains)
     create, replace, statuses = [], [], []
     subtrees: dict[QuotaKey, list[str]] = {}
     wanted: set[QuotaKey] = set()
@@ -756,12 +775,14 @@ def plan_hrqs(
         name, hard = quota_name(key), _counting_hard(hrq)
         uncounted = []
         for namespace in subtrees[key]:
-            above = covering(forest, hrqs, namespace)
+            chain = chains.of(namespace)
             current = held.get((namespace, name))
             node = forest.get(namespace)
-            serves = served(hrq, above)
-            if dominated(hrq, above):
-                keep = current is not None and not counted_for(hrq, namespace, above, held, name)
+            serves = chain.serves[hrq.key]
+            if chain.dominated[hrq.key]:
+                keep = current is not None and not counted_for(
+                    hrq, namespace, chain.servers[hrq.key], held, name
+                )
             else:
                 keep = True
                 if current is None and node is not None and not node.terminating:
@@ -773,7 +794,7 @@ def plan_hrqs(
                     version = (current.get("metadata") or {}).get("resourceVersion")
                     metadata = {**wanted_quota["metadata"], "resourceVersion": version}
                     replace.append({**wanted_quota, "metadata": metadata})
-            if not counted_for(hrq, namespace, above, held):
+            if not counted_for(hrq, namespace, chain.servers[hrq.key], held):
                 uncounted.append(namespace)
         status = hrq_status(forest, hrqs, hrq, usage, uncounted)
         if obj is not None and status_differs(obj, status):
@@ -811,12 +832,12 @@ def _still_counting(
     if namespace not in forest:
         return False
     counted = counted_quota(quota)
-    above = covering(forest, hrqs, namespace)
+    chain = chain_of(covering(forest, hrqs, namespace))
     return any(
         hrq_scope(hrq) == counted.scope
         and counted.used.keys() & hrq.hard.keys()
-        and not counted_for(hrq, namespace, above, held, besides=name)
-        for hrq in above
+        and not counted_for(hrq, namespace, chain.servers[hrq.key], held, besides=name)
+        for hrq in chain.above
     )
 
 
@@ -830,16 +851,47 @@ def missing_quotas(
         node = forest.get(namespace)
         if node is None or node.terminating:
             continue
-        above = covering(forest, hrqs, namespace)
-        for hrq in above:
+        chain = chain_of(covering(forest, hrqs, namespace))
+        for hrq in chain.above:
             # An HRQ in a namespace that is gone limits nothing (``subtree``).
             if (
                 hrq.namespace in forest
-                and not dominated(hrq, above)
+                and not chain.dominated[hrq.key]
                 and held.get((namespace, quota_name(hrq.key))) is None
             ):
-                found.append(desired_quota(hrq, namespace, served(hrq, above)))
+                found.append(desired_quota(hrq, namespace, chain.serves[hrq.key]))
     return found
+
+
+class _Remembered:
+    """A Lookup that asks the one it wraps once per key: a plan looks up a namespace's
+    ResourceQuotas for each HRQ above it."""
+
+    def __init__(self, held: Lookup) -> None:
+        self._held = held
+        self._found: dict[QuotaKey, Object | None] = {}
+
+    def get(self, key: QuotaKey, /) -> Object | None:
+        if key not in self._found:
+            self._found[key] = self._held.get(key)
+        return self._found[key]
+
+
+class _Chains:
+    """Each namespace's chain of HRQs, worked out once in a plan: a namespace is in the
+    subtrees of every HRQ above it that the plan plans, and its sums are read for each."""
+
+    def __init__(self, forest: Forest, hrqs: HrqIndex) -> None:
+        self._forest = forest
+        self._hrqs = hrqs
+        self._found: dict[str, Chain] = {}
+
+    def of(self, namespace: str) -> Chain:
+        chain = self._found.get(namespace)
+        if chain is None:
+            above = covering(self._forest, self._hrqs, namespace)
+            chain = self._found[namespace] = chain_of(above)
+        return chain
 
 
 class _HeldUsage:
@@ -848,17 +900,15 @@ class _HeldUsage:
     above a namespace is left out: the status then shows the namespace as not counted yet,
     until the one that takes over counts."""
 
-    def __init__(self, held: Lookup, forest: Forest, hrqs: HrqIndex) -> None:
+    def __init__(self, held: Lookup, chains: _Chains) -> None:
         self._held = held
-        self._forest = forest
-        self._hrqs = hrqs
+        self._chains = chains
         self._read: dict[str, list[Counted]] = {}
 
     def counted_in(self, namespace: str, /) -> Iterable[Counted]:
         if namespace not in self._read:
-            names = dict.fromkeys(
-                quota_name(hrq.key) for hrq in covering(self._forest, self._hrqs, namespace)
-            )
+            above = self._chains.of(namespace).above
+            names = dict.fromkeys(quota_name(hrq.key) for hrq in above)
             found = (self._held.get((namespace, name)) for name in names)
             self._read[namespace] = [counted_quota(quota) for quota in found if quota is not None]
         return self._read[namespace]

@@ -257,7 +257,8 @@ def scanning_hold(
         missing = []
         for limit in limits:
             # Its own ResourceQuota or one of an HRQ that serves it there counts for it.
-            serving = [o for o in limits if o == limit or quota.dominates(o, limit, limits)]
+            chain = quota.chain_of(limits)
+            serving = chain.servers[limit.key]
             counted = False
             for other in serving:
                 name = quota.quota_name(other.key)
@@ -270,10 +271,7 @@ def scanning_hold(
                 # A missing one counts nothing (an HRQ that limits nothing waits for none).
                 counted = counted or quota.counting(ours[-1] if ours else {}, limit)
             if not counted:
-                server = next(
-                    (o for o in serving if o != limit and not quota.dominated(o, limits)), limit
-                )
-                missing.append(f"{quota.quota_name(server.key)} (for {limit.ref})")
+                missing.append(f"{quota.quota_name(chain.server(limit).key)} (for {limit.ref})")
         if missing:
             found[namespace] = (
                 f"waiting until the ResourceQuotas counting for the hierarchical quotas above "

@@ -29,9 +29,9 @@ from libaccurate.quota import (
     Hrq,
     HrqIndex,
     Usage,
+    chain_of,
     covering,
     desired_quotas,
-    dominated,
     plan_quotas,
     quota_name,
     read_hrq,
@@ -257,9 +257,9 @@ def test_admission_never_takes_an_hrq_over_its_hard(links, homes, steps, kept, l
     # ``leftovers`` those of the others too (kept until the one serving them counts).
     stored = {}
     for namespace in FEW:
-        above = covering(forest, hrqs, namespace)
-        for hrq in above:
-            if leftovers or not dominated(hrq, above):
+        chain = chain_of(covering(forest, hrqs, namespace))
+        for hrq in chain.above:
+            if leftovers or not chain.dominated[hrq.key]:
                 stored[(namespace, quota_name(hrq.key))] = Stored(1, 0)
     world = World(forest, hrqs, stored, dict(stored))
     if kept:
