@@ -103,12 +103,28 @@ class Team:
         )
 
     def counted(self, hrq: tuple[str, str], *namespaces: str) -> None:
-        """Wait until kube-apiserver counts each of ``namespaces`` for the HRQ (their quota for
-        it has a status)."""
+        """Wait until kube-apiserver counts each of ``namespaces`` for the HRQ: a ResourceQuota
+        the controller keeps there (the HRQ's own, or that of an HRQ above that serves it)
+        counts the same objects and has a status for every resource the HRQ limits."""
+        path = resource_path(quota.GROUP, quota.VERSION, quota.PLURAL, hrq[0], hrq[1])
+        spec = (self.scene.get(path) or {}).get("spec") or {}
+        resources, scope = set(spec.get("hard") or {}), quota.scope_key(spec.get("scopeSelector"))
+
+        def counts(quota_object: dict[str, Any]) -> bool:
+            status = quota_object.get("status") or {}
+            return quota.counted_quota(quota_object).scope == scope and resources <= (
+                set(status.get("hard") or {}) & set(status.get("used") or {})
+            )
+
         for namespace in namespaces:
-            path = resource_path("", "v1", "resourcequotas", namespace, quota.quota_name(hrq))
+            listing = resource_path("", "v1", "resourcequotas", namespace)
             self.scene.wait(
-                lambda path=path: "used" in ((self.scene.get(path) or {}).get("status") or {}),
+                lambda listing=listing: any(
+                    counts(q)
+                    for q in self.scene.kube.list_objects(
+                        listing, labelSelector=quota.LABEL_HRQ_NAMESPACE
+                    )["items"]
+                ),
                 f"namespace {namespace} to be counted for {hrq[0]}/{hrq[1]}",
             )
 
