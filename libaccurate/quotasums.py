@@ -81,7 +81,8 @@ def limiting(forest: Forest, hrqs: HrqIndex, namespace: str) -> list[Hrq]:
     """The HRQs whose subtree holds ``namespace`` in ``forest``, nearest first."""
     if namespace not in forest:
         return []
-    return [hrq for hrq in covering(forest, hrqs, namespace) if counts_for(forest, hrq, namespace)]
+    # Those of covering() are in namespaces on its chain: in the subtree of each that exists.
+    return [hrq for hrq in covering(forest, hrqs, namespace) if hrq.namespace in forest]
 
 
 def quota_changed(
