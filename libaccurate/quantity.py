@@ -67,7 +67,7 @@ class Quantity:
     _value: Fraction
 
     def __init__(self, value: Fraction | int, format: str = DECIMAL_SI) -> None:
-        _SET_NANOS(self, _whole_nanos(Fraction(value)))
+        _SET_NANOS(self, _whole_nanos(value))
         _SET_FORMAT(self, format)
 
     @property
@@ -203,11 +203,10 @@ def round_up(quantity: Quantity, exponent: int) -> Quantity:
     return of_nanos(whole if quantity.nanos >= 0 else -whole, quantity.format)
 
 
-def _whole_nanos(value: Fraction) -> int:
+def _whole_nanos(value: Fraction | int) -> int:
     """The amount in nanos, a finer one rounded up (away from zero) as parsing does."""
-    scaled = value * NANOS
-    whole = -(-abs(scaled.numerator) // scaled.denominator)
-    return whole if value >= 0 else -whole
+    nanos, finer = divmod(value.numerator * NANOS, value.denominator)
+    return nanos + 1 if finer and nanos >= 0 else nanos  # a floor is away from zero below it
 
 
 def _canonical(nanos: int, fmt: str) -> str:

@@ -4,6 +4,7 @@ and apiserver's quota/v1 list helpers."""
 from __future__ import annotations
 
 import copy
+import math
 import pickle
 from fractions import Fraction
 
@@ -134,6 +135,13 @@ def test_an_amount_finer_than_a_nano_is_rounded_up_as_parsing_does() -> None:
     assert Quantity(Fraction(1, 3)).nanos == 333333334
     assert Quantity(Fraction(-1, 3)) == parse("-333333334n")
     assert quantity.round_up(parse("1n"), -9) == parse("1n")
+
+
+@given(st.fractions(), st.integers())
+def test_any_amount_is_held_in_whole_nanos_away_from_zero(value: Fraction, whole: int) -> None:
+    away = math.ceil(abs(value) * quantity.NANOS)
+    assert Quantity(value).nanos == (away if value >= 0 else -away)
+    assert Quantity(whole).value == whole
 
 
 def test_a_quantity_cannot_change_but_copies_and_pickles_are_equal() -> None:
