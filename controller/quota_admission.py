@@ -174,7 +174,7 @@ class QuotaReviews:
             if denial is not None:
                 return Verdict(False, denial)
             version = str(metadata.get("resourceVersion") or "")
-            if any(q.value > before.get(r, ZERO).value for r, q in after.items()):
+            if any(q > before.get(r, ZERO) for r, q in after.items()):
                 self._ledger.reserve((namespace, name), version, after, now, scope)
         return ALLOWED
 

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple, Protocol, overload
 from libaccurate.actions import Condition
 from libaccurate.constants import CREATED_BY_VALUE, LABEL_CREATED_BY
 from libaccurate.forest import Forest
-from libaccurate.quantity import ZERO, Quantity, QuantityError, exceeded, parse
+from libaccurate.quantity import ZERO, Quantity, QuantityError, exceeded, of_nanos, parse
 
 Object = Mapping[str, Any]
 ResourceList = Mapping[str, Quantity]
@@ -327,9 +327,7 @@ def namespace_used(
             continue
         for resource in hrq.hard:
             amount = counted.used.get(resource)
-            if amount is not None and (
-                resource not in found or amount.value > found[resource].value
-            ):
+            if amount is not None and (resource not in found or amount > found[resource]):
                 found[resource] = amount
     return found
 
@@ -337,7 +335,7 @@ def namespace_used(
 def nothing_used(hrq: Hrq) -> dict[str, Quantity]:
     """A zero of each resource ``hrq`` limits, in the format of its ``hard``: where a sum over
     its subtree starts."""
-    return {resource: Quantity(ZERO.value, q.format) for resource, q in hrq.hard.items()}
+    return {resource: of_nanos(0, q.format) for resource, q in hrq.hard.items()}
 
 
 def tree_used(
@@ -396,7 +394,7 @@ def review_usage(
     grown = {
         r: after.get(r, ZERO) - before.get(r, ZERO)
         for r in after.keys() | before.keys()
-        if after.get(r, ZERO).value > before.get(r, ZERO).value
+        if after.get(r, ZERO) > before.get(r, ZERO)
     }
     if not grown:
         return None
@@ -405,13 +403,8 @@ def review_usage(
             continue
         shown = namespace_used(usage, other, namespace)
         rest = subtree_used(forest, other, usage, without=namespace)
-        total = {
-            r: rest[r] + max(shown.get(r, ZERO), after.get(r, ZERO), key=lambda q: q.value)
-            for r in rest
-        }
-        beyond = [
-            r for r, limit in hard_items(other) if r in grown and total[r].value > limit.value
-        ]
+        total = {r: rest[r] + max(shown.get(r, ZERO), after.get(r, ZERO)) for r in rest}
+        beyond = [r for r, limit in hard_items(other) if r in grown and total[r] > limit]
         if beyond:
             used = {r: total[r] - grown[r] for r in beyond}
             return exceeded_message(other, grown, used, beyond)
@@ -921,7 +914,7 @@ def _key(obj: Object) -> QuotaKey:
 
 def _counting_hard(hrq: Hrq) -> dict[str, str]:
     """The ``hard`` of the ResourceQuotas kept for ``hrq``, as ``desired_quota`` writes it."""
-    return {r: str(max(q, COUNTING_ONLY, key=lambda x: x.value)) for r, q in hrq.hard.items()}
+    return {r: str(max(q, COUNTING_ONLY)) for r, q in hrq.hard.items()}
 
 
 def _differs(current: Object, hrq: Hrq, hard: Mapping[str, str], serves: str | None) -> bool:

@@ -145,7 +145,7 @@ class Ledger:
         largest: dict[str, Quantity] = {}
         for used in candidates:
             for resource, quantity in used.items():
-                if resource not in largest or quantity.value > largest[resource].value:
+                if resource not in largest or quantity > largest[resource]:
                     largest[resource] = quantity
         return largest
 

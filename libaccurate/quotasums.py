@@ -101,7 +101,7 @@ def quota_changed(
     for hrq in limiting(forest, hrqs, namespace):
         old = namespace_used(was, hrq, namespace)
         new = namespace_used(now, hrq, namespace)
-        if {r: q.value for r, q in old.items()} != {r: q.value for r, q in new.items()}:
+        if old != new:  # Quantities compare by amount
             found[hrq.key] = shifted(sums.get(hrq.key) or nothing_used(hrq), hrq, new, old)
     return found
 
