@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from accurate_testbed.apiserver.patching import json_merge_patch
+from bench.quota import FREE_TREES, HARD, NAMESPACES_PER_ROOT, hrq_homes
 from bench.report import Row, percentile, timed
 from bench.target import Target
 from controller.cache import HRQ_QUOTAS, HRQS
@@ -37,11 +38,7 @@ from libaccurate.forest import Forest, Node
 
 Key = tuple[str, str]
 Obj = dict[str, Any]
-NAMESPACES_PER_ROOT = 50
 DEEPEST = 4
-# Trees no HRQ limits, as in scenario 12.
-FREE_TREES = 4
-HARD = {"pods": "1000000", "requests.cpu": "100k"}
 # The keeper's own CPU time: on a shared machine, wall time mostly measures the neighbours.
 CPU = time.thread_time
 
@@ -196,7 +193,7 @@ def keeper_passes(target: Target, size: int, hrqs: int, passes: int) -> list[Row
     roots = sorted(name for name, parent in parents.items() if parent is None)
     limited = [n for n in parents if (n.split("-")[0]) not in roots[:FREE_TREES]]
     others = [n for n in limited if parents[n] is not None]
-    homes = roots[FREE_TREES:] + chooser.sample(others, max(0, hrqs - len(roots) + FREE_TREES))
+    homes = hrq_homes(roots, others, hrqs, chooser)
     world = QuotaWorld(parents, (hrq_object(home, "compute", HARD) for home in homes))
     keeper = Quotas(world, world)  # type: ignore[arg-type]
     forest = world.forest()

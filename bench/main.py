@@ -48,6 +48,11 @@ def sizes_for(options: argparse.Namespace) -> Sizes:
         reaction_namespaces=scaled(base.reaction_namespaces),
         link=tuple(scaled(size) for size in base.link),
         link_controller=scaled(base.link_controller),
+        tree_namespaces=scaled(base.tree_namespaces),
+        tree_subtree=scaled(base.tree_subtree),
+        quota=tuple(scaled(size) for size in base.quota),
+        quota_hrqs=scaled(base.quota_hrqs),
+        keeper_namespaces=scaled(base.keeper_namespaces),
         runs=options.runs or base.runs,
         quiet=options.quiet or base.quiet,
     )

@@ -63,7 +63,7 @@ def _at_size(target: Target, size: int, hrqs: int, writes: int) -> list[Row]:
     limited = [ns for root in roots[FREE_TREES:] for ns in (root, *trees[root])]
     picks = random.Random(size)
     others = [ns for ns in limited if ns not in trees]
-    holders = roots[FREE_TREES:] + picks.sample(others, max(0, hrqs - len(roots) + FREE_TREES))
+    holders = hrq_homes(roots, others, hrqs, picks)
     population.in_parallel(functools.partial(_create_hrq, kube), [(ns,) for ns in holders])
 
     ca = trustme.CA()
@@ -129,6 +129,16 @@ def _at_size(target: Target, size: int, hrqs: int, writes: int) -> list[Row]:
             checked=True,
         ),
     ]
+
+
+def hrq_homes(
+    roots: Sequence[str], others: Sequence[str], hrqs: int, chooser: random.Random
+) -> list[str]:
+    """The namespaces the ``hrqs`` HRQs go in: the root of every tree but the free ones, then
+    namespaces below those roots (``others``) at random; never more than those trees hold, as
+    in a run scaled down with ``--scale``."""
+    limited = list(roots[FREE_TREES:])
+    return limited + chooser.sample(others, min(len(others), max(0, hrqs - len(limited))))
 
 
 def _install_crd(target: Target, kube: Kube) -> None:

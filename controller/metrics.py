@@ -152,10 +152,21 @@ class WebhookMetrics:
             buckets=_WEBHOOK_BUCKETS,
             registry=self.registry,
         )
+        # The two series each (path, verdict) counts in, looked up once: finding a child by
+        # its labels costs more than counting in it, on every review.
+        self._series: dict[tuple[str, bool], tuple[Counter, Histogram]] = {}
 
     def observe(self, path: str, allowed: bool, seconds: float) -> None:
-        self._requests.labels(path=path, allowed=str(allowed).lower()).inc()
-        self._seconds.labels(path=path).observe(seconds)
+        series = self._series.get((path, allowed))
+        if series is None:
+            series = (
+                self._requests.labels(path=path, allowed=str(allowed).lower()),
+                self._seconds.labels(path=path),
+            )
+            self._series[path, allowed] = series
+        requests, duration = series
+        requests.inc()
+        duration.observe(seconds)
 
     def exposition(self) -> bytes:
         """The Prometheus text format of these series alone, to append to the controller's."""

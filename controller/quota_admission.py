@@ -147,8 +147,7 @@ class QuotaReviews:
         return admission_response(request, verdict), verdict.allowed
 
     def _judge(self, new: Mapping[str, Any], old: Mapping[str, Any]) -> Verdict:
-        hrq_key = quota.hrq_of_quota(new)
-        if hrq_key is None:
+        if quota.hrq_of_quota(new) is None:
             return ALLOWED
         try:
             after = _used(new)
@@ -157,9 +156,10 @@ class QuotaReviews:
             return Verdict(False, f"status.used cannot be read: {error}")
         metadata = new["metadata"]
         namespace, name = str(metadata.get("namespace") or ""), str(metadata["name"])
+        scope = quota.counted_quota(new).scope
         with self._lock:
             now = self._clock()
-            self._ledger.sync(self._seen)
+            self._ledger.sync(self._seen, self._sums.names_in)
             try:
                 self._confirm_expired(now)
             except KubeError as error:
@@ -167,18 +167,15 @@ class QuotaReviews:
                 return Verdict(False, message)
             with self._cache.reading() as forest:
                 hrqs = self._catch_up(forest)
-                hrq = next((h for h in hrqs.in_namespace(hrq_key[0]) if h.key == hrq_key), None)
-                if hrq is None:
-                    return ALLOWED
                 subtree_used = self._sums.reader(self._ledger.differing)
                 denial = quota.review_usage(
-                    forest, hrqs, self._ledger, namespace, hrq, before, after, subtree_used
+                    forest, hrqs, self._ledger, namespace, scope, before, after, subtree_used
                 )
             if denial is not None:
                 return Verdict(False, denial)
             version = str(metadata.get("resourceVersion") or "")
-            if any(q.value > before.get(r, ZERO).value for r, q in after.items()):
-                self._ledger.reserve((namespace, name), version, after, now)
+            if any(q > before.get(r, ZERO) for r, q in after.items()):
+                self._ledger.reserve((namespace, name), version, after, now, scope)
         return ALLOWED
 
     @contextmanager
@@ -186,7 +183,7 @@ class QuotaReviews:
         """Hold the decisions still while a namespace review runs, and give it the check of a
         move. Enter this before the cache's forest: decisions take the two in that order."""
         with self._lock:
-            self._ledger.sync(self._seen)
+            self._ledger.sync(self._seen, self._sums.names_in)
             yield self._move_denial
 
     def _move_denial(self, name: str, parent: str | None, forest: Forest) -> str | None:
@@ -214,7 +211,8 @@ class QuotaReviews:
         version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
         known = self._parsed.get(key)
         if known is None or known.version != version:
-            known = Seen(version, quota.usage_of([obj]).get(key) or {})
+            counted = quota.counted_quota(obj)
+            known = Seen(version, counted.used, counted.scope)
             self._parsed[key] = known
         return known
 
@@ -230,8 +228,8 @@ class QuotaReviews:
                 self._ledger.confirm((namespace, name), None, now)
                 continue
             version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-            used = quota.usage_of([obj]).get((namespace, name)) or {}
-            self._ledger.confirm((namespace, name), Seen(version, used), now)
+            counted = quota.counted_quota(obj)
+            self._ledger.confirm((namespace, name), Seen(version, counted.used, counted.scope), now)
 
 
 def _spec_of(obj: Mapping[str, Any]) -> tuple[quota.QuotaKey, Spec]:

@@ -1,8 +1,8 @@
 """The quota webhook's per-HRQ subtree sums, kept current from its cache's changes, so that a
 review reads an HRQ's sum instead of adding up its subtree (the rules: libaccurate.quotasums).
 
-The sums are those of a picture held here: a forest of its own, what each counting
-ResourceQuota recorded, and the HRQs. ``catch_up``, called while the cache is held still,
+The sums are those of a picture held here: a forest of its own, what each kept ResourceQuota
+counts, and the HRQs. ``catch_up``, called while the cache is held still,
 takes what the cache has seen change since the last call: the ResourceQuotas, then the
 namespaces, then the HRQs, each against the picture the step before left. Afterwards the
 picture is the cache's and the sums are what a recount over it would find. The first call
@@ -17,7 +17,7 @@ from controller.cache import HRQ_QUOTAS, NAMESPACES, Cache, Key
 from libaccurate import quota, quotasums
 from libaccurate.forest import Forest
 from libaccurate.quantity import Quantity
-from libaccurate.quota import Hrq, HrqIndex, QuotaKey, ResourceList, SubtreeUsed, Usage
+from libaccurate.quota import Counted, Hrq, HrqIndex, QuotaKey, SubtreeUsed, Usage
 from libaccurate.quotaledger import Seen
 
 Lookup = Callable[[QuotaKey], "Seen | None"]
@@ -30,10 +30,9 @@ class SubtreeSums:
         self._cache = cache
         # None until everything is counted the first time.
         self._forest: Forest | None = None
-        self._counted: dict[str, dict[str, ResourceList]] = {}
-        self._index: HrqIndex | None = None
+        self._counted: dict[str, dict[str, Counted]] = {}
+        self._index = HrqIndex(())
         self._by_key: dict[QuotaKey, Hrq] = {}
-        self._by_quota: dict[str, Hrq] = {}
         self._sums: dict[QuotaKey, dict[str, Quantity]] = {}
 
     def catch_up(
@@ -55,7 +54,7 @@ class SubtreeSums:
         if names:
             self._sums.update(
                 quotasums.namespaces_changed(
-                    self._forest, forest, names, self._counted, self._by_quota, self._sums
+                    self._forest, forest, names, self._counted, self._index, self._sums
                 )
             )
             for name in names:
@@ -67,20 +66,23 @@ class SubtreeSums:
         if hrqs is not self._index:
             self._take_hrqs(hrqs)
 
-    def get(self, key: QuotaKey) -> ResourceList | None:
-        """What the sums hold for one ResourceQuota (a quota.Usage)."""
-        namespace, name = key
-        return self._counted.get(namespace, {}).get(name)
+    def counted_in(self, namespace: str, /) -> Iterable[Counted]:
+        """What the sums hold for the ResourceQuotas of one namespace (a quota.Usage)."""
+        return self._counted.get(namespace, {}).values()
+
+    def names_in(self, namespace: str) -> Iterable[str]:
+        """The ResourceQuotas the sums hold in one namespace (the ledger's listing)."""
+        return self._counted.get(namespace, {}).keys()
 
     def reader(self, differing: Iterable[QuotaKey]) -> SubtreeUsed:
         """What an HRQ's subtree uses by the ``usage`` given (the ledger), which differs from
-        what the sums hold only at ``differing``: for quota.review_usage."""
-        keys = tuple(differing)
+        what the sums hold only at the quotas ``differing``: for quota.review_usage."""
+        namespaces = tuple({namespace for namespace, _ in differing})
 
         def subtree_used(
             forest: Forest, hrq: Hrq, usage: Usage, without: str | None = None
         ) -> dict[str, Quantity]:
-            return quotasums.subtree_used(forest, hrq, self._sums, self, usage, keys, without)
+            return quotasums.subtree_used(forest, hrq, self._sums, self, usage, namespaces, without)
 
         return subtree_used
 
@@ -92,8 +94,8 @@ class SubtreeSums:
             key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
             found = seen(key)
             if found is not None:
-                self._counted.setdefault(key[0], {})[key[1]] = found.used
-        self._index, self._by_key, self._by_quota, self._sums = None, {}, {}, {}
+                self._counted.setdefault(key[0], {})[key[1]] = Counted(found.scope, found.used)
+        self._index, self._by_key, self._sums = HrqIndex(()), {}, {}
         self._take_hrqs(hrqs)
 
     def _take_quota(self, namespace: str, name: str, seen: Lookup) -> None:
@@ -101,17 +103,16 @@ class SubtreeSums:
         assert self._forest is not None
         found = seen((namespace, name))
         kept = self._counted.setdefault(namespace, {})
-        before = kept.pop(name, {})
+        before = list(kept.values())
+        kept.pop(name, None)
         if found is not None:
-            kept[name] = found.used
-        elif not kept:
+            kept[name] = Counted(found.scope, found.used)
+        after = list(kept.values())
+        if not kept:
             del self._counted[namespace]
-        hrq = self._by_quota.get(name)
-        if hrq is not None:
-            after = {} if found is None else found.used
-            self._sums.update(
-                quotasums.quota_changed(self._forest, hrq, namespace, before, after, self._sums)
-            )
+        self._sums.update(
+            quotasums.quota_changed(self._forest, self._index, namespace, before, after, self._sums)
+        )
 
     def _take_hrqs(self, hrqs: HrqIndex) -> None:
         """HRQs that came, went or changed their spec: each new one summed once."""
@@ -123,7 +124,6 @@ class SubtreeSums:
             if self._by_key.get(key) != hrq:
                 self._sums[key] = quota.tree_used(self._forest, hrq, self)
         self._index, self._by_key = hrqs, now
-        self._by_quota = {quota.quota_name(key): hrq for key, hrq in now.items()}
 
     @property
     def sums(self) -> Mapping[QuotaKey, Mapping[str, Quantity]]:

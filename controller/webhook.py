@@ -10,6 +10,8 @@ webhook configurations of an older install keep working after the swap.
 
 from __future__ import annotations
 
+import email.utils
+import functools
 import json
 import logging
 import socket
@@ -229,5 +231,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The Date header of an answer, written once a second rather than for each one
+        (it shows whole seconds)."""
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        return _http_date(int(time.time()))
+
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("webhook %s: " + format, self.client_address[0], *args)
+
+
+@functools.lru_cache(maxsize=1)
+def _http_date(second: int) -> str:
+    return email.utils.formatdate(second, usegmt=True)

@@ -3,9 +3,10 @@
 An administrator reads every HRQ with one LIST. A tenant may not list them cluster-wide; the
 aggregated ``accurate-hrq-view`` role lets them list them in each namespace they hold, so their
 reading is one LIST per namespace of their view. An HRQ in a namespace above their tree, which
-they may not read, still limits them: the ResourceQuota the controller keeps for it in each of
-their namespaces names it (annotation ``accurate.cybozu.com/hrq``), and tenants may read
-ResourceQuotas, so such an HRQ is named as applying, without its numbers.
+they may not read, still limits them: the ResourceQuota that counts for it in each of their
+namespaces names it (annotation ``accurate.cybozu.com/hrq``, or ``accurate.cybozu.com/hrq-serves``
+on the one kept for another HRQ that serves it there), and tenants may read ResourceQuotas, so
+such an HRQ is named as applying, without its numbers.
 
 A cluster without the HRQ CRD answers 404 to a LIST; a tenant's LIST is refused (403) before
 the server looks for the resource, so when every LIST was refused, the API group's discovery
@@ -81,9 +82,9 @@ def read_in(kube: Kube, namespaces: Iterable[str]) -> HrqReading:
 
 
 def applying_here(kube: Kube, namespace: str) -> frozenset[quota.QuotaKey]:
-    """The HRQs whose ResourceQuota the controller keeps in ``namespace``: every HRQ that
-    limits it, readable or not, once the controller has caught up. Empty when the user may
-    not read ResourceQuotas there."""
+    """The HRQs the ResourceQuotas the controller keeps in ``namespace`` count for: every HRQ
+    that limits it, readable or not, once the controller has caught up. Empty when the user
+    may not read ResourceQuotas there."""
     path = resource_path("", "v1", "resourcequotas", namespace)
     try:
         items = kube.list_objects(path, labelSelector=quota.LABEL_HRQ_NAMESPACE).get("items")
@@ -91,7 +92,7 @@ def applying_here(kube: Kube, namespace: str) -> frozenset[quota.QuotaKey]:
         if error.code != 403:
             raise
         return frozenset()
-    return frozenset(key for item in items or () if (key := quota.hrq_of_quota(item)))
+    return frozenset(key for item in items or () for key in quota.hrqs_counted_by(item))
 
 
 def with_hidden(kube: Kube, reading: HrqReading, namespaces: Iterable[str]) -> HrqReading:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import FrozenInstanceError
 from fractions import Fraction
 
 DECIMAL_SI = "DecimalSI"
@@ -53,46 +53,99 @@ class QuantityError(ValueError):
     """Text that is not a quantity; the message is apimachinery's."""
 
 
-@dataclass(frozen=True, order=False)
 class Quantity:
-    """An exact amount and the format it was written in, which decides how it is printed.
-    Parsed amounts are whole numbers of nanos (parsing rounds up to one), and so are their sums."""
+    """An exact amount and the format it was written in, which decides how it is printed;
+    immutable. Amounts are whole numbers of nanos (``nanos``): parsing rounds a finer one up,
+    and so does building one from a finer ``value``. Sums and comparisons work on those
+    integers, not on Fractions: a quota review adds and compares a few dozen quantities, and
+    Fraction arithmetic was most of what they cost it. ``value`` is the amount in units."""
 
-    value: Fraction
-    format: str = DECIMAL_SI
+    __slots__ = ("_value", "format", "nanos")
+
+    nanos: int
+    format: str
+    _value: Fraction
+
+    def __init__(self, value: Fraction | int, format: str = DECIMAL_SI) -> None:
+        _SET_NANOS(self, _whole_nanos(value))
+        _SET_FORMAT(self, format)
+
+    @property
+    def value(self) -> Fraction:
+        """The amount in units, made when first asked: parsed quantities are shared, and
+        arithmetic makes many that nobody asks."""
+        try:
+            return self._value
+        except AttributeError:
+            value = Fraction(self.nanos, NANOS)
+            _SET_VALUE(self, value)
+            return value
 
     def __str__(self) -> str:
-        return _canonical(_nanos(self.value), self.format)
+        return _canonical(self.nanos, self.format)
+
+    def __repr__(self) -> str:
+        return f"Quantity({self.value!r}, {self.format!r})"
 
     def __add__(self, other: Quantity) -> Quantity:
         # Quantity.Add: a zero takes the format of what is added to it.
-        fmt = other.format if self.value == 0 else self.format
-        return Quantity(self.value + other.value, fmt)
+        fmt = other.format if self.nanos == 0 else self.format
+        return of_nanos(self.nanos + other.nanos, fmt)
 
     def __sub__(self, other: Quantity) -> Quantity:
-        fmt = other.format if self.value == 0 else self.format
-        return Quantity(self.value - other.value, fmt)
+        fmt = other.format if self.nanos == 0 else self.format
+        return of_nanos(self.nanos - other.nanos, fmt)
 
     def __lt__(self, other: Quantity) -> bool:
-        return self.value < other.value
+        return self.nanos < other.nanos
 
     def __le__(self, other: Quantity) -> bool:
-        return self.value <= other.value
+        return self.nanos <= other.nanos
+
+    def __gt__(self, other: Quantity) -> bool:
+        return self.nanos > other.nanos
+
+    def __ge__(self, other: Quantity) -> bool:
+        return self.nanos >= other.nanos
 
     def __eq__(self, other: object) -> bool:
         """Equal amounts are equal whatever their format, as Quantity.Cmp says."""
-        return isinstance(other, Quantity) and self.value == other.value
+        return isinstance(other, Quantity) and self.nanos == other.nanos
 
     def __hash__(self) -> int:
-        return hash(self.value)
+        return hash(self.nanos)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple[Callable[[int, str], Quantity], tuple[int, str]]:
+        """Copies and pickles are made from the nanos, as attributes cannot be set."""
+        return of_nanos, (self.nanos, self.format)
 
 
-ZERO = Quantity(Fraction(0))
+# The slots' own setters, which the frozen __setattr__ leaves to Quantity's constructors.
+_SET_NANOS = vars(Quantity)["nanos"].__set__
+_SET_FORMAT = vars(Quantity)["format"].__set__
+_SET_VALUE = vars(Quantity)["_value"].__set__
+
+
+def of_nanos(nanos: int, format: str = DECIMAL_SI) -> Quantity:
+    """The quantity of ``nanos`` nanos, made without a Fraction (the arithmetic's constructor)."""
+    quantity = object.__new__(Quantity)
+    _SET_NANOS(quantity, nanos)
+    _SET_FORMAT(quantity, format)
+    return quantity
+
+
+ZERO = of_nanos(0)
 
 
 def count(number: int) -> Quantity:
     """An object count, as the evaluators make them (``resource.NewQuantity(n, DecimalSI)``)."""
-    return Quantity(Fraction(number))
+    return of_nanos(number * NANOS)
 
 
 def parse(text: str | int | float) -> Quantity:
@@ -100,6 +153,8 @@ def parse(text: str | int | float) -> Quantity:
 
     Like ParseQuantity: surrounding spaces are ignored, a non-zero amount finer than a nano is
     rounded up (away from zero) to one, and a binary amount below 1 is decimal."""
+    if type(text) is str:  # nearly always: a quota review reads a score of stored ones
+        return _parse_text(text)
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         raise QuantityError(FORMAT_WRONG)
     return _parse_text(repr(text) if isinstance(text, float) else str(text))
@@ -129,7 +184,7 @@ def _parse_text(text: str) -> Quantity:
     nanos = mantissa * 10**scale if scale >= 0 else -(-mantissa // 10**-scale)  # rounded up
     if fmt == BINARY_SI and 0 < nanos < NANOS:
         fmt = DECIMAL_SI
-    return Quantity(Fraction(-nanos if number.startswith("-") else nanos, NANOS), fmt)
+    return of_nanos(-nanos if number.startswith("-") else nanos, fmt)
 
 
 def canonical(text: str | int | float) -> str:
@@ -139,18 +194,19 @@ def canonical(text: str | int | float) -> str:
 
 def round_up(quantity: Quantity, exponent: int) -> Quantity:
     """Quantity.RoundUp: to a whole number of 10**exponent, away from zero (the API server
-    rounds every ResourceList to milli-units, -3, and a claim's storage to bytes, 0)."""
-    step = Fraction(10) ** exponent
-    steps = quantity.value / step
-    whole = -(-abs(steps.numerator) // steps.denominator)
-    return Quantity(step * (whole if steps >= 0 else -whole), quantity.format)
+    rounds every ResourceList to milli-units, -3, and a claim's storage to bytes, 0). Amounts
+    are whole nanos, so nothing finer than a nano needs rounding."""
+    if exponent <= -9:
+        return quantity
+    step = 10 ** (exponent + 9)
+    whole = -(-abs(quantity.nanos) // step) * step
+    return of_nanos(whole if quantity.nanos >= 0 else -whole, quantity.format)
 
 
-def _nanos(value: Fraction) -> int:
+def _whole_nanos(value: Fraction | int) -> int:
     """The amount in nanos, a finer one rounded up (away from zero) as parsing does."""
-    scaled = value * NANOS
-    whole = -(-abs(scaled.numerator) // scaled.denominator)
-    return whole if value >= 0 else -whole
+    nanos, finer = divmod(value.numerator * NANOS, value.denominator)
+    return nanos + 1 if finer and nanos >= 0 else nanos  # a floor is away from zero below it
 
 
 def _canonical(nanos: int, fmt: str) -> str:
@@ -215,7 +271,7 @@ def subtract(first: ResourceList, second: ResourceList) -> dict[str, Quantity]:
 def subtract_non_negative(first: ResourceList, second: ResourceList) -> dict[str, Quantity]:
     """quota.SubtractWithNonNegativeResult: a difference below zero counts as zero."""
     return {
-        name: quantity if quantity.value >= 0 else Quantity(Fraction(0), quantity.format)
+        name: quantity if quantity.nanos >= 0 else of_nanos(0, quantity.format)
         for name, quantity in subtract(first, second).items()
     }
 
@@ -227,7 +283,7 @@ def mask(resources: ResourceList, names: Iterable[str]) -> dict[str, Quantity]:
 
 
 def remove_zeros(resources: ResourceList) -> dict[str, Quantity]:
-    return {name: quantity for name, quantity in resources.items() if quantity.value != 0}
+    return {name: quantity for name, quantity in resources.items() if quantity.nanos != 0}
 
 
 def exceeded(used: ResourceList, hard: ResourceList) -> list[str]:

@@ -2,12 +2,15 @@
 
 A HierarchicalResourceQuota (HRQ) in namespace N limits the sum of what N and every namespace
 below it (sub-namespaces, grafted or made by a SubNamespace; not template instances) use. The
-counting is left to kube-apiserver: every namespace of N's subtree holds one ResourceQuota per
-HRQ above it (``quota_name``), with that HRQ's ``hard`` and ``scopeSelector``, so the API
-server's own quota admission counts each write and records the namespace's usage in that
-ResourceQuota's status as part of the write. The sum over the subtree of those statuses is the
-HRQ's usage; the webhook on their status updates (``review_usage``) refuses the update, and so
-the write, that would take it over ``hard``. docs/hierarchical-quotas.md has the whole model.
+counting is left to kube-apiserver: every namespace of N's subtree holds a ResourceQuota
+(``quota_name``) that counts what the HRQ limits, so the API server's own quota admission
+counts each write and records the namespace's usage in that ResourceQuota's status as part of
+the write. One ResourceQuota serves every HRQ above a namespace that counts the same objects
+(the same scope) and no resource it lacks (``Chain``): a namespace keeps one per HRQ that
+no other HRQ above it serves, so a write is charged, and reviewed, once per distinct scope
+rather than once per HRQ. The sum over the subtree of those statuses is the HRQ's usage; the
+webhook on their status updates (``review_usage``) refuses the update, and so the write, that
+would take it over ``hard``. docs/hierarchical-quotas.md has the whole model.
 
 Everything here reads the forest (libaccurate.forest), HRQ objects and those ResourceQuotas,
 and returns data: the ResourceQuotas that should exist, each HRQ's status, and verdicts.
@@ -16,6 +19,7 @@ and returns data: the ResourceQuotas that should exist, each HRQ's status, and v
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -24,7 +28,7 @@ from typing import Any, NamedTuple, Protocol, overload
 from libaccurate.actions import Condition
 from libaccurate.constants import CREATED_BY_VALUE, LABEL_CREATED_BY
 from libaccurate.forest import Forest
-from libaccurate.quantity import ZERO, Quantity, QuantityError, exceeded, parse
+from libaccurate.quantity import ZERO, Quantity, QuantityError, exceeded, of_nanos, parse
 
 Object = Mapping[str, Any]
 ResourceList = Mapping[str, Quantity]
@@ -45,6 +49,9 @@ COUNT_SUBNAMESPACES = "count/subnamespaces.accurate.cybozu.com"
 # the controller and the webhook can select exactly these) and its namespace/name.
 LABEL_HRQ_NAMESPACE = "accurate.cybozu.com/hrq-namespace"
 ANNOTATION_HRQ = "accurate.cybozu.com/hrq"
+# The other HRQs a ResourceQuota counts for in its namespace (``Chain.serves``), "ns/name,...": so a
+# tenant who may not read an HRQ above their tree still learns that it limits them.
+ANNOTATION_SERVES = "accurate.cybozu.com/hrq-serves"
 QUOTA_PREFIX = "hrq."
 # The limit of the ResourceQuotas kept for HRQs (1P): they count, the webhook judges. Not
 # higher: kube-apiserver refuses object counts of 9.3e15 and more (their milli value overflows).
@@ -144,8 +151,9 @@ def hrq_of_quota(quota: Object) -> QuotaKey | None:
     return (namespace, name)
 
 
-def desired_quota(hrq: Hrq, namespace: str) -> dict[str, Any]:
-    """The ResourceQuota that makes kube-apiserver count, in ``namespace``, what ``hrq`` limits.
+def desired_quota(hrq: Hrq, namespace: str, serves: Sequence[Hrq] = ()) -> dict[str, Any]:
+    """The ResourceQuota that makes kube-apiserver count, in ``namespace``, what ``hrq`` limits
+    (and what the HRQs ``serves`` limit: it counts for them too).
 
     Its limits are ``COUNTING_ONLY``, never reached: kube-apiserver counts and records, and
     every refusal for going over comes from the webhook, with the numbers of the whole tree
@@ -154,6 +162,9 @@ def desired_quota(hrq: Hrq, namespace: str) -> dict[str, Any]:
     spec: dict[str, Any] = {"hard": dict(sorted(_counting_hard(hrq).items()))}
     if hrq.scope_selector:
         spec["scopeSelector"] = hrq.scope_selector
+    annotations = {ANNOTATION_HRQ: hrq.ref}
+    if (refs := _refs(serves)) is not None:
+        annotations[ANNOTATION_SERVES] = refs
     return {
         "apiVersion": "v1",
         "kind": "ResourceQuota",
@@ -161,10 +172,25 @@ def desired_quota(hrq: Hrq, namespace: str) -> dict[str, Any]:
             "name": quota_name(hrq.key),
             "namespace": namespace,
             "labels": {LABEL_CREATED_BY: CREATED_BY_VALUE, LABEL_HRQ_NAMESPACE: hrq.namespace},
-            "annotations": {ANNOTATION_HRQ: hrq.ref},
+            "annotations": annotations,
         },
         "spec": spec,
     }
+
+
+def _refs(hrqs: Sequence[Hrq]) -> str | None:
+    """The ``accurate.cybozu.com/hrq-serves`` annotation for ``hrqs`` (None: none)."""
+    return ",".join(sorted(hrq.ref for hrq in hrqs)) or None
+
+
+def hrqs_counted_by(quota: Object) -> list[QuotaKey]:
+    """The HRQs a kept ResourceQuota counts for: its own and those it serves."""
+    own = hrq_of_quota(quota)
+    if own is None:
+        return []
+    text = ((quota.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_SERVES) or ""
+    served = [ref.partition("/") for ref in text.split(",") if "/" in ref]
+    return [own, *((namespace, name) for namespace, _, name in served if namespace and name)]
 
 
 def subtree(forest: Forest, hrq: Hrq) -> tuple[str, ...]:
@@ -221,38 +247,95 @@ def covering(
     return [hrq for name in chain for hrq in index.get(name, ())]
 
 
-class Usage(Protocol):
-    """What each ResourceQuota counts, by (namespace, name): a dict, or the webhook's ledger."""
+def scope_key(selector: Mapping[str, Any] | None) -> str:
+    """What tells the objects a quota counts apart: its scopeSelector in one canonical text
+    ("" for none). An empty ``values`` list and no list read alike, as the API server writes a
+    ResourceQuota back without the empty one."""
+    if not selector:
+        return ""
+    expressions = [
+        {k: (sorted(v) if k == "values" else v) for k, v in term.items() if v not in (None, [])}
+        for term in (selector or {}).get("matchExpressions") or ()
+    ]
+    if not expressions:
+        return ""
+    return json.dumps(expressions, sort_keys=True, separators=(",", ":"))
 
-    def get(self, key: QuotaKey, /) -> ResourceList | None: ...
+
+def hrq_scope(hrq: Hrq) -> str:
+    return scope_key(hrq.scope_selector)
+
+
+class Counted(NamedTuple):
+    """What one ResourceQuota kept for HRQs counts: the objects it counts (``scope_key``) and
+    its recorded usage, by resource."""
+
+    scope: str
+    used: ResourceList
+
+
+def counted_quota(quota: Object) -> Counted:
+    """A kept ResourceQuota as the sums read it; an entry that cannot be read counts as
+    nothing (kube-apiserver writes only valid quantities)."""
+    used = (quota.get("status") or {}).get("used") or {}
+    values = {}
+    for resource, text in used.items():
+        try:
+            values[resource] = parse(text)
+        except QuantityError:
+            continue
+    return Counted(scope_key((quota.get("spec") or {}).get("scopeSelector")), values)
+
+
+class Usage(Protocol):
+    """What the ResourceQuotas kept in each namespace count: a QuotaTable, the keeper's view
+    of its cache, the webhook's sums or its ledger."""
+
+    def counted_in(self, namespace: str, /) -> Iterable[Counted]: ...
+
+
+class QuotaTable:
+    """Kept ResourceQuotas by namespace: a Usage over a list of them."""
+
+    def __init__(self, quotas: Iterable[Object]) -> None:
+        self._by_namespace: dict[str, list[Counted]] = {}
+        for quota in quotas:
+            namespace = str((quota.get("metadata") or {}).get("namespace") or "")
+            self._by_namespace.setdefault(namespace, []).append(counted_quota(quota))
+
+    def counted_in(self, namespace: str, /) -> Iterable[Counted]:
+        return self._by_namespace.get(namespace, ())
 
 
 def usage_of(quotas: Iterable[Object]) -> dict[QuotaKey, dict[str, Quantity]]:
-    """What each ResourceQuota's status says is used, by (namespace, name); an entry that
-    cannot be read counts as nothing (kube-apiserver writes only valid quantities)."""
-    found: dict[QuotaKey, dict[str, Quantity]] = {}
-    for quota in quotas:
-        metadata = quota.get("metadata") or {}
-        used = (quota.get("status") or {}).get("used") or {}
-        values = {}
-        for resource, text in used.items():
-            try:
-                values[resource] = parse(text)
-            except QuantityError:
-                continue
-        found[(metadata.get("namespace", ""), metadata.get("name", ""))] = values
+    """What each object's status says is used, by (namespace, name); an entry that cannot be
+    read counts as nothing."""
+    return {_key(quota): dict(counted_quota(quota).used) for quota in quotas}
+
+
+def namespace_used(
+    usage: Usage, hrq: Hrq, namespace: str, wider: bool = False
+) -> dict[str, Quantity]:
+    """What ``namespace`` uses of what ``hrq`` limits, as the ResourceQuotas there that count
+    the same objects say: per resource, the largest they record (each counts every such
+    object; one may be a write ahead of another). ``wider`` takes unscoped ones too, which
+    count more than a scoped HRQ: an upper bound, for refusing."""
+    scopes = {hrq_scope(hrq), ""} if wider else {hrq_scope(hrq)}
+    found: dict[str, Quantity] = {}
+    for counted in usage.counted_in(namespace):
+        if counted.scope not in scopes:
+            continue
+        for resource in hrq.hard:
+            amount = counted.used.get(resource)
+            if amount is not None and (resource not in found or amount > found[resource]):
+                found[resource] = amount
     return found
-
-
-def namespace_used(usage: Usage, hrq: Hrq, namespace: str) -> ResourceList:
-    """What ``namespace`` uses of what ``hrq`` limits, as its ResourceQuota for it says."""
-    return usage.get((namespace, quota_name(hrq.key))) or {}
 
 
 def nothing_used(hrq: Hrq) -> dict[str, Quantity]:
     """A zero of each resource ``hrq`` limits, in the format of its ``hard``: where a sum over
     its subtree starts."""
-    return {resource: Quantity(ZERO.value, q.format) for resource, q in hrq.hard.items()}
+    return {resource: of_nanos(0, q.format) for resource, q in hrq.hard.items()}
 
 
 def tree_used(
@@ -288,45 +371,40 @@ def review_usage(
     hrqs: Sequence[Hrq],
     usage: Usage,
     namespace: str,
-    hrq: Hrq,
+    scope: str,
     before: ResourceList,
     after: ResourceList,
     subtree_used: SubtreeUsed = tree_used,
 ) -> str | None:
-    """Whether ``namespace``'s usage counted for ``hrq`` may go from ``before`` to ``after``
-    (an update of the status of its ResourceQuota for ``hrq``); the denial. ``subtree_used``
-    gives what the other namespaces of an HRQ's subtree use (by default, their sum).
+    """Whether a ResourceQuota kept in ``namespace`` that counts the objects ``scope`` selects
+    (``scope_key``) may record ``after`` instead of ``before`` (an update of its status); the
+    denial. ``subtree_used`` gives what the other namespaces of an HRQ's subtree use (by
+    default, their sum).
 
-    The growth is the write's charge. It is judged against ``hrq`` and also against every
-    other HRQ above the namespace that counts the same objects (no scope, or the same scope) and
-    limits the same resources, nearest first: kube-apiserver updates a namespace's
-    ResourceQuotas one by one and keeps those that passed when a later one is refused, so
-    refusing the first update already is what keeps the others from counting a write that
-    never happened. Whether the other HRQ's ResourceQuota in this namespace already shows this
-    very write cannot be told, but it counts at least what ``hrq``'s does (the same objects, or
-    more), so the namespace counts at the larger of what it shows and ``after``. Only growth is
-    judged: freeing never fails, and a namespace whose use did not change may record it even
-    while a lowered HRQ is exceeded.
+    The growth is the write's charge. It is judged against every HRQ above the namespace that
+    counts those objects (the same scope, or none: an unscoped HRQ counts them too) and limits
+    a resource that grew, nearest first: kube-apiserver updates a namespace's ResourceQuotas one
+    by one and keeps those that passed when a later one is refused, so refusing the first update
+    already is what keeps the others from counting a write that never happened. Whether another
+    ResourceQuota in this namespace already shows this very write cannot be told, but each
+    counts at least what this one does, so the namespace counts at the larger of what they show
+    and ``after``. Only growth is judged: freeing never fails, and a namespace whose use did not
+    change may record it even while a lowered HRQ is exceeded.
     """
     grown = {
         r: after.get(r, ZERO) - before.get(r, ZERO)
         for r in after.keys() | before.keys()
-        if after.get(r, ZERO).value > before.get(r, ZERO).value
+        if after.get(r, ZERO) > before.get(r, ZERO)
     }
     if not grown:
         return None
     for other in covering(forest, hrqs, namespace):
-        if other != hrq and other.scope_selector and other.scope_selector != hrq.scope_selector:
+        if hrq_scope(other) not in (scope, ""):
             continue
-        shown = before if other == hrq else namespace_used(usage, other, namespace)
+        shown = namespace_used(usage, other, namespace)
         rest = subtree_used(forest, other, usage, without=namespace)
-        total = {
-            r: rest[r] + max(shown.get(r, ZERO), after.get(r, ZERO), key=lambda q: q.value)
-            for r in rest
-        }
-        beyond = [
-            r for r, limit in hard_items(other) if r in grown and total[r].value > limit.value
-        ]
+        total = {r: rest[r] + max(shown.get(r, ZERO), after.get(r, ZERO)) for r in rest}
+        beyond = [r for r, limit in hard_items(other) if r in grown and total[r] > limit]
         if beyond:
             used = {r: total[r] - grown[r] for r in beyond}
             return exceeded_message(other, grown, used, beyond)
@@ -355,8 +433,8 @@ def review_move(
 
     Every HRQ above the new parent that does not already cover ``name`` gets the moved
     subtree's use on top of its own. What the subtree uses of a resource is read from the
-    ResourceQuotas already in it that count the same objects (kept for another HRQ with the
-    same scope, or unscoped); a resource nothing counts there yet is taken as unused, and the
+    ResourceQuotas already in it that count the same objects (the same scope, or unscoped); a
+    resource nothing counts there yet is taken as unused, and the
     HRQ's status reports the excess once the controller has counted it
     (docs/hierarchical-quotas.md, Moves).
     """
@@ -367,7 +445,7 @@ def review_move(
         if name in subtree(forest, hrq):
             continue
         tree = tree_used(forest, hrq, usage)
-        extra = _known_use(forest, hrqs, usage, moved, hrq)
+        extra = _known_use(usage, moved, hrq)
         beyond = [
             r
             for r, limit in hard_items(hrq)
@@ -379,27 +457,13 @@ def review_move(
     return None
 
 
-def _known_use(
-    forest: Forest, hrqs: Sequence[Hrq], usage: Usage, namespaces: Sequence[str], hrq: Hrq
-) -> dict[str, Quantity]:
-    """What ``namespaces`` use of ``hrq``'s resources, as far as ResourceQuotas kept there for
-    HRQs counting the same objects say."""
-    counting = [
-        other
-        for other in hrqs
-        if other.scope_selector == hrq.scope_selector or not other.scope_selector
-    ]
+def _known_use(usage: Usage, namespaces: Sequence[str], hrq: Hrq) -> dict[str, Quantity]:
+    """What ``namespaces`` use of ``hrq``'s resources, as far as the ResourceQuotas kept there
+    that count the same objects (or more: unscoped ones) say."""
     found: dict[str, Quantity] = {}
     for namespace in namespaces:
-        for resource in hrq.hard:
-            values = [
-                used[resource]
-                for other in counting
-                if resource in (used := namespace_used(usage, other, namespace))
-            ]
-            if values:
-                best = max(values, key=lambda q: q.value)
-                found[resource] = found[resource] + best if resource in found else best
+        for resource, amount in namespace_used(usage, hrq, namespace, wider=True).items():
+            found[resource] = found[resource] + amount if resource in found else amount
     return found
 
 
@@ -525,12 +589,76 @@ class Lookup(Protocol):
 
 
 def desired_quotas(forest: Forest, hrqs: Iterable[Hrq]) -> dict[QuotaKey, dict[str, Any]]:
-    """Every ResourceQuota the HRQs need, by namespace and name."""
+    """Every ResourceQuota the HRQs need, by namespace and name, once each is counted: one in
+    each namespace for each HRQ above it that no other serves (``Chain``)."""
+    index = HrqIndex(hrqs)
     wanted = {}
-    for hrq in hrqs:
+    for hrq in index:
         for namespace in subtree(forest, hrq):
-            wanted[(namespace, quota_name(hrq.key))] = desired_quota(hrq, namespace)
+            chain = chain_of(covering(forest, index, namespace))
+            if not chain.dominated[hrq.key]:
+                wanted[(namespace, quota_name(hrq.key))] = desired_quota(
+                    hrq, namespace, chain.serves[hrq.key]
+                )
     return wanted
+
+
+class Chain(NamedTuple):
+    """The HRQs above one namespace, nearest first, and which ResourceQuota counts for each.
+
+    The ResourceQuota kept for HRQ *B* there serves HRQ *A* when both count the same objects
+    (the same scope) and *B* limits every resource *A* limits: more of them, or the same and
+    *B* is nearer (in one namespace: first by name). So the namespace keeps one for every HRQ
+    that none serves (``dominated`` False), and each HRQ is served by one of those.
+    """
+
+    above: Sequence[Hrq]
+    # Whether another HRQ's ResourceQuota serves this one here.
+    dominated: Mapping[QuotaKey, bool]
+    # The HRQs this one's ResourceQuota serves here.
+    serves: Mapping[QuotaKey, Sequence[Hrq]]
+    # The HRQs whose ResourceQuota counts for this one here: itself, and those that serve it.
+    servers: Mapping[QuotaKey, Sequence[Hrq]]
+
+    def server(self, hrq: Hrq) -> Hrq:
+        """The HRQ whose ResourceQuota counts for ``hrq`` here once all are in place."""
+        found = (o for o in self.servers[hrq.key] if o != hrq and not self.dominated[o.key])
+        return next(found, hrq)
+
+
+def chain_of(above: Sequence[Hrq]) -> Chain:
+    """Who serves whom among the HRQs ``above`` a namespace (nearest first)."""
+    scopes = [hrq_scope(hrq) for hrq in above]
+    over = [
+        [
+            i != j
+            and scopes[i] == scopes[j]
+            and a.hard.keys() >= b.hard.keys()
+            and (i < j or a.hard.keys() != b.hard.keys())
+            for j, b in enumerate(above)
+        ]
+        for i, a in enumerate(above)
+    ]
+    indexes = range(len(above))
+    return Chain(
+        above,
+        {b.key: any(over[i][j] for i in indexes) for j, b in enumerate(above)},
+        {a.key: [above[j] for j in indexes if over[i][j]] for i, a in enumerate(above)},
+        {b.key: [above[i] for i in indexes if i == j or over[i][j]] for j, b in enumerate(above)},
+    )
+
+
+def counted_for(
+    hrq: Hrq, namespace: str, serving: Sequence[Hrq], held: Lookup, besides: str | None = None
+) -> bool:
+    """Whether a ResourceQuota kept in ``namespace`` for one of the HRQs ``serving`` ``hrq``
+    there (``servers``), other than the one named ``besides``, counts every write of what
+    ``hrq`` limits."""
+    return any(
+        counting(held.get((namespace, name)) or {}, hrq)
+        for other in serving
+        if (name := quota_name(other.key)) != besides
+    )
 
 
 def counting(quota: Object, hrq: Hrq) -> bool:
@@ -567,10 +695,11 @@ def awaiting(
         # Nothing can be created in a terminating namespace, and it gets no ResourceQuota.
         if node is None or node.terminating:
             continue
+        chain = chain_of(covering(forest, hrqs, namespace))
         missing = [
-            f"{quota_name(hrq.key)} (for {hrq.ref})"
-            for hrq in covering(forest, hrqs, namespace)
-            if not counting(held.get((namespace, quota_name(hrq.key))) or {}, hrq)
+            f"{quota_name(chain.server(hrq).key)} (for {hrq.ref})"
+            for hrq in chain.above
+            if not counted_for(hrq, namespace, chain.servers[hrq.key], held)
         ]
         if missing:
             found[namespace] = (
@@ -611,59 +740,97 @@ def plan_hrqs(
     """The writes that settle the ResourceQuotas and statuses of the HRQs ``planned`` (by
     namespace and name), at a cost of their subtrees, not of the cluster.
 
-    ``hrqs`` are every usable HRQ (those above a planned one may bind it), ``objects`` the
-    HRQ objects as cached and ``problems`` why the others cannot be used; ``held`` the
-    ResourceQuotas the controller keeps; ``former`` those of them that may no longer be wanted
-    (a planned HRQ's, in the namespaces its subtree held before): those not wanted now are
-    deleted. A namespace being deleted gets no new ResourceQuota, but what it still uses
-    counts until it is gone.
+    ``hrqs`` are every usable HRQ (those above a planned one may bind it, or serve it),
+    ``objects`` the HRQ objects as cached and ``problems`` why the others cannot be used;
+    ``held`` the ResourceQuotas the controller keeps; ``former`` those of them that may no
+    longer be wanted (a planned HRQ's, in the namespaces it was kept in before): those not
+    wanted now are deleted, once none is the only one counting for an HRQ above its namespace.
+    An HRQ served in a namespace by another's ResourceQuota (``Chain``) gets none there;
+    one it already has there stays until the other's counts. A namespace being deleted gets no
+    new ResourceQuota, but what it still uses counts until it is gone.
     """
-    usage = _HeldUsage(held)
+    held = _Remembered(held)
+    chains = _Chains(forest, hrqs)
+    usage = _HeldUsage(held, chains)
     create, replace, statuses = [], [], []
-    subtrees: dict[QuotaKey, tuple[str, ...]] = {}
+    subtrees: dict[QuotaKey, list[str]] = {}
     wanted: set[QuotaKey] = set()
     for key in sorted(set(planned)):
         hrq = next((h for h in hrqs.in_namespace(key[0]) if h.name == key[1]), None)
         obj = objects.get(key)
         if hrq is None:
-            subtrees[key] = ()
+            subtrees[key] = []
             invalid = invalid_status(problems[key]) if key in problems else None
             if obj is not None and invalid is not None and status_differs(obj, invalid):
                 statuses.append((obj, invalid))
             continue
-        subtrees[key] = subtree(forest, hrq)
+        subtrees[key] = list(subtree(forest, hrq))
         name, hard = quota_name(key), _counting_hard(hrq)
         uncounted = []
         for namespace in subtrees[key]:
-            wanted.add((namespace, name))
+            chain = chains.of(namespace)
             current = held.get((namespace, name))
             node = forest.get(namespace)
-            if current is None:
-                if node is not None and not node.terminating:
-                    create.append(desired_quota(hrq, namespace))
-            elif _differs(current, hrq, hard):
-                version = (current.get("metadata") or {}).get("resourceVersion")
-                wanted_quota = desired_quota(hrq, namespace)
-                metadata = {**wanted_quota["metadata"], "resourceVersion": version}
-                replace.append({**wanted_quota, "metadata": metadata})
-            if not counting(current or {}, hrq):
+            serves = chain.serves[hrq.key]
+            if chain.dominated[hrq.key]:
+                keep = current is not None and not counted_for(
+                    hrq, namespace, chain.servers[hrq.key], held, name
+                )
+            else:
+                keep = True
+                if current is None and node is not None and not node.terminating:
+                    create.append(desired_quota(hrq, namespace, serves))
+            if keep:
+                wanted.add((namespace, name))
+                if current is not None and _differs(current, hrq, hard, _refs(serves)):
+                    wanted_quota = desired_quota(hrq, namespace, serves)
+                    version = (current.get("metadata") or {}).get("resourceVersion")
+                    metadata = {**wanted_quota["metadata"], "resourceVersion": version}
+                    replace.append({**wanted_quota, "metadata": metadata})
+            if not counted_for(hrq, namespace, chain.servers[hrq.key], held):
                 uncounted.append(namespace)
         status = hrq_status(forest, hrqs, hrq, usage, uncounted)
         if obj is not None and status_differs(obj, status):
             statuses.append((obj, status))
-    delete = tuple(
-        (key[0], key[1], (quota.get("metadata") or {}).get("uid"))
-        for key in sorted(set(former) - wanted)
-        if (quota := held.get(key)) is not None
-    )
+    delete = []
+    for key in sorted(set(former) - wanted):
+        quota = held.get(key)
+        if quota is None:
+            continue
+        if _still_counting(forest, hrqs, held, key, quota):
+            owner = hrq_of_quota(quota)
+            if owner is not None:
+                subtrees.setdefault(owner, []).append(key[0])
+            continue
+        delete.append((key[0], key[1], (quota.get("metadata") or {}).get("uid")))
     invalid_first = sorted(statuses, key=lambda pair: _key(pair[0]) not in problems)
     return QuotaPlan(
         tuple(sorted(create, key=_key)),
         tuple(sorted(replace, key=_key)),
-        delete,
+        tuple(delete),
         tuple(invalid_first),
         problems,
-        subtrees,
+        {key: tuple(namespaces) for key, namespaces in subtrees.items()},
+    )
+
+
+def _still_counting(
+    forest: Forest, hrqs: HrqIndex, held: Lookup, key: QuotaKey, quota: Object
+) -> bool:
+    """Whether a kept ResourceQuota no longer wanted (its HRQ is gone, no longer above its
+    namespace, or served there by another's) is still the only one counting, in its namespace,
+    what an HRQ above limits: it goes only once the one that takes over counts, so that a move,
+    or a new or deleted HRQ, never leaves a write there uncounted."""
+    namespace, name = key
+    if namespace not in forest:
+        return False
+    counted = counted_quota(quota)
+    chain = chain_of(covering(forest, hrqs, namespace))
+    return any(
+        hrq_scope(hrq) == counted.scope
+        and counted.used.keys() & hrq.hard.keys()
+        and not counted_for(hrq, namespace, chain.servers[hrq.key], held, besides=name)
+        for hrq in chain.above
     )
 
 
@@ -677,26 +844,67 @@ def missing_quotas(
         node = forest.get(namespace)
         if node is None or node.terminating:
             continue
-        for hrq in covering(forest, hrqs, namespace):
+        chain = chain_of(covering(forest, hrqs, namespace))
+        for hrq in chain.above:
             # An HRQ in a namespace that is gone limits nothing (``subtree``).
-            if hrq.namespace in forest and held.get((namespace, quota_name(hrq.key))) is None:
-                found.append(desired_quota(hrq, namespace))
+            if (
+                hrq.namespace in forest
+                and not chain.dominated[hrq.key]
+                and held.get((namespace, quota_name(hrq.key))) is None
+            ):
+                found.append(desired_quota(hrq, namespace, chain.serves[hrq.key]))
     return found
 
 
-class _HeldUsage:
-    """What each kept ResourceQuota's status says is used, read when first asked for: a
-    plan of a few HRQs reads only their subtrees'."""
+class _Remembered:
+    """A Lookup that asks the one it wraps once per key: a plan looks up a namespace's
+    ResourceQuotas for each HRQ above it."""
 
     def __init__(self, held: Lookup) -> None:
         self._held = held
-        self._read: dict[QuotaKey, ResourceList | None] = {}
+        self._found: dict[QuotaKey, Object | None] = {}
 
-    def get(self, key: QuotaKey, /) -> ResourceList | None:
-        if key not in self._read:
-            quota = self._held.get(key)
-            self._read[key] = None if quota is None else usage_of([quota]).get(key)
-        return self._read[key]
+    def get(self, key: QuotaKey, /) -> Object | None:
+        if key not in self._found:
+            self._found[key] = self._held.get(key)
+        return self._found[key]
+
+
+class _Chains:
+    """Each namespace's chain of HRQs, worked out once in a plan: a namespace is in the
+    subtrees of every HRQ above it that the plan plans, and its sums are read for each."""
+
+    def __init__(self, forest: Forest, hrqs: HrqIndex) -> None:
+        self._forest = forest
+        self._hrqs = hrqs
+        self._found: dict[str, Chain] = {}
+
+    def of(self, namespace: str) -> Chain:
+        chain = self._found.get(namespace)
+        if chain is None:
+            above = covering(self._forest, self._hrqs, namespace)
+            chain = self._found[namespace] = chain_of(above)
+        return chain
+
+
+class _HeldUsage:
+    """What the kept ResourceQuotas of the HRQs above each namespace count, read when first
+    asked for: a plan of a few HRQs reads only their subtrees'. One kept for an HRQ no longer
+    above a namespace is left out: the status then shows the namespace as not counted yet,
+    until the one that takes over counts."""
+
+    def __init__(self, held: Lookup, chains: _Chains) -> None:
+        self._held = held
+        self._chains = chains
+        self._read: dict[str, list[Counted]] = {}
+
+    def counted_in(self, namespace: str, /) -> Iterable[Counted]:
+        if namespace not in self._read:
+            above = self._chains.of(namespace).above
+            names = dict.fromkeys(quota_name(hrq.key) for hrq in above)
+            found = (self._held.get((namespace, name)) for name in names)
+            self._read[namespace] = [counted_quota(quota) for quota in found if quota is not None]
+        return self._read[namespace]
 
 
 def _key(obj: Object) -> QuotaKey:
@@ -706,20 +914,22 @@ def _key(obj: Object) -> QuotaKey:
 
 def _counting_hard(hrq: Hrq) -> dict[str, str]:
     """The ``hard`` of the ResourceQuotas kept for ``hrq``, as ``desired_quota`` writes it."""
-    return {r: str(max(q, COUNTING_ONLY, key=lambda x: x.value)) for r, q in hrq.hard.items()}
+    return {r: str(max(q, COUNTING_ONLY)) for r, q in hrq.hard.items()}
 
 
-def _differs(current: Object, hrq: Hrq, hard: Mapping[str, str]) -> bool:
+def _differs(current: Object, hrq: Hrq, hard: Mapping[str, str], serves: str | None) -> bool:
     """Whether a kept ResourceQuota's spec or identifying metadata is not what ``hrq`` needs
-    (``hard`` from ``_counting_hard``; quantities compared by value when not as written: the
-    API server may print them differently)."""
+    (``hard`` from ``_counting_hard``, ``serves`` from ``_refs``; quantities compared by value
+    when not as written: the API server may print them differently)."""
     metadata = current.get("metadata") or {}
     if hrq_of_quota(current) != hrq.key:
         return True
     if (metadata.get("labels") or {}).get(LABEL_CREATED_BY) != CREATED_BY_VALUE:
         return True
+    if (metadata.get("annotations") or {}).get(ANNOTATION_SERVES) != serves:
+        return True
     spec = current.get("spec") or {}
-    if (spec.get("scopeSelector") or None) != (hrq.scope_selector or None):
+    if counted_quota(current).scope != hrq_scope(hrq):
         return True
     if spec.get("hard") == hard:
         return False
@@ -729,14 +939,6 @@ def _differs(current: Object, hrq: Hrq, hard: Mapping[str, str]) -> bool:
         return True
     want = read_resource_list(hard, "spec.hard")
     return {r: q.value for r, q in found.items()} != {r: q.value for r, q in want.items()}
-
-
-def applying(
-    forest: Forest, hrqs: Sequence[Hrq], usage: Usage, namespace: str
-) -> list[tuple[Hrq, dict[str, Quantity]]]:
-    """The HRQs that limit ``namespace``, nearest first, each with what its whole subtree
-    uses: what ``ns describe`` and a quota view show for one namespace."""
-    return [(hrq, tree_used(forest, hrq, usage)) for hrq in covering(forest, hrqs, namespace)]
 
 
 class Headroom(NamedTuple):

@@ -21,10 +21,11 @@ lock across ``usage`` and ``reserve``). No clock here: the caller passes the tim
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from libaccurate.quantity import Quantity
+from libaccurate.quota import Counted
 
 QuotaKey = tuple[str, str]
 ResourceList = Mapping[str, Quantity]
@@ -39,17 +40,22 @@ class Reservation:
     version: str
     used: ResourceList
     at: float
+    scope: str = ""
 
 
 @dataclass(frozen=True)
 class Seen:
-    """A ResourceQuota as the cache shows it: its resourceVersion and recorded usage."""
+    """A ResourceQuota as the cache shows it: its resourceVersion, recorded usage and what it
+    counts (``quota.scope_key``)."""
 
     version: str
     used: ResourceList
+    scope: str = ""
 
 
 Lookup = Callable[[QuotaKey], "Seen | None"]
+# The names of the ResourceQuotas the cache holds in a namespace.
+Listing = Callable[[str], Iterable[str]]
 
 
 def _newer(seen: str, reserved: str) -> bool:
@@ -68,14 +74,17 @@ class Ledger:
     def __init__(self, ttl: float = TTL) -> None:
         self.ttl = ttl
         self._cached: Lookup = _nothing
+        self._listing: Listing = _none
         # Quotas read from the API because a reservation expired, until the cache catches up.
         self._live: dict[QuotaKey, Seen] = {}
         self._pending: dict[QuotaKey, list[Reservation]] = {}
 
-    def sync(self, cached: Lookup) -> None:
-        """Take the cache's picture (a lookup, as the cache is large and changes while the
-        webhook runs) and drop the reservations it has made obsolete."""
+    def sync(self, cached: Lookup, listing: Listing | None = None) -> None:
+        """Take the cache's picture (lookups, as the cache is large and changes while the
+        webhook runs: one by quota, ``listing`` by namespace) and drop the reservations it has
+        made obsolete."""
         self._cached = cached
+        self._listing = listing or _none
         for key, live in list(self._live.items()):
             shown = cached(key)
             if shown is not None and not _newer(live.version, shown.version):
@@ -105,9 +114,13 @@ class Ledger:
             ),
         )
 
-    def reserve(self, key: QuotaKey, version: str, used: ResourceList, now: float) -> None:
-        """Count ``used`` for ``key`` until the cache shows a version newer than ``version``."""
-        self._pending.setdefault(key, []).append(Reservation(version, dict(used), now))
+    def reserve(
+        self, key: QuotaKey, version: str, used: ResourceList, now: float, scope: str = ""
+    ) -> None:
+        """Count ``used`` for ``key`` (a quota counting what ``scope`` selects) until the cache
+        shows a version newer than ``version``."""
+        reservation = Reservation(version, dict(used), now, scope)
+        self._pending.setdefault(key, []).append(reservation)
 
     @property
     def pending(self) -> int:
@@ -132,9 +145,26 @@ class Ledger:
         largest: dict[str, Quantity] = {}
         for used in candidates:
             for resource, quantity in used.items():
-                if resource not in largest or quantity.value > largest[resource].value:
+                if resource not in largest or quantity > largest[resource]:
                     largest[resource] = quantity
         return largest
+
+    def counted_in(self, namespace: str, /) -> list[Counted]:
+        """What each ResourceQuota of ``namespace`` counts as using (``get``), with what it
+        counts: a quota.Usage."""
+        names = dict.fromkeys(self._listing(namespace))
+        names.update(
+            dict.fromkeys(n for ns, n in self._pending.keys() | self._live if ns == namespace)
+        )
+        found = []
+        for name in names:
+            key = (namespace, name)
+            used = self.get(key)
+            if used is None:
+                continue
+            seen = self._seen(key)
+            found.append(Counted(seen.scope if seen else self._pending[key][0].scope, used))
+        return found
 
     def _settle(self, key: QuotaKey, settled: Callable[[Reservation, Seen], bool]) -> None:
         shown = self._seen(key)
@@ -151,3 +181,7 @@ class Ledger:
 
 def _nothing(key: QuotaKey) -> Seen | None:
     return None
+
+
+def _none(namespace: str) -> Iterable[str]:
+    return ()

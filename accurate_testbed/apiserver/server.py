@@ -583,6 +583,10 @@ class _Handler(BaseHTTPRequestHandler):
 
         events = stream(server.store, resource, namespace, predicate, options, stopped)
         self._stream(resource, events)
+        # A watch that ran out its timeout leaves the connection to the client's next request,
+        # as Go's net/http does after a complete chunked answer; one the server ended (it is
+        # stopping, or the watches were dropped) goes with its connection.
+        self.close_connection = stopped()
 
     def _stream(self, resource: Resource, events: Iterator[dict[str, Any]]) -> None:
         wanted = self._representation()
@@ -603,7 +607,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
-        self.close_connection = True
 
     @staticmethod
     def _transformed_event_object(

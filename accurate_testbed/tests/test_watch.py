@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 import pytest
+import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import watch as k8s_watch
 
@@ -197,3 +198,30 @@ def test_a_watch_resumed_from_a_version_reports_updates_as_modified(cluster: Clu
         ns, {"metadata": {"name": "marker", "labels": {"watched": "yes"}}}
     )
     assert summary(selected.next()) == ("ADDED", "marker")
+
+
+def test_a_watch_ended_by_its_timeout_leaves_its_connection_for_the_next_request(
+    cluster: Cluster,
+) -> None:
+    """Go's net/http keeps a connection alive once a chunked answer is complete, so a client
+    sends its next request on the connection of a watch that timed out. A server that closed it
+    instead made that next request fail now and then ("Remote end closed connection without
+    response"), when the close crossed the request."""
+    api = cluster.api_client
+    pool = urllib3.PoolManager(**api.rest_client.pool_manager.connection_pool_kw)
+    settings = api.configuration.auth_settings().values()
+    headers = {s["key"]: s["value"] for s in settings if s["in"] == "header"}
+    path = f"/api/v1/namespaces/{cluster.namespace()}/configmaps"
+    watched = pool.request(
+        "GET",
+        f"{api.configuration.host}{path}?watch=true&timeoutSeconds=1",
+        headers=headers,
+        preload_content=False,
+        release_conn=False,
+    )
+    assert watched.status == 200
+    connection = watched.connection
+    assert connection is not None
+    watched.read()
+    connection.request("GET", path, headers=headers)
+    assert connection.getresponse().status == 200

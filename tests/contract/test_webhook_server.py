@@ -9,10 +9,12 @@ to end in tests/e2e/test_webhook_*.py.
 from __future__ import annotations
 
 import base64
+import email.utils
 import http.client
 import json
 import socket
 import ssl
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
@@ -383,7 +385,8 @@ APPLICATION_JSON = "application/json"
 
 def test_one_connection_carries_many_reviews_until_the_client_closes_it(client: Client) -> None:
     """As kube-apiserver keeps its connection to a webhook: each answer is whole, with its
-    length, and the connection stays open until a request says ``Connection: close``."""
+    length and the current date, and the connection stays open until a request says
+    ``Connection: close``."""
     connection = client.connection()
     raw = json.dumps(_good()).encode()
     for _ in range(3):
@@ -391,6 +394,8 @@ def test_one_connection_carries_many_reviews_until_the_client_closes_it(client: 
         reply = connection.getresponse()
         assert reply.status == 200
         assert reply.getheader("Content-Type") == APPLICATION_JSON
+        sent = email.utils.parsedate_to_datetime(reply.getheader("Date") or "")
+        assert abs(sent.timestamp() - time.time()) < 5
         assert json.loads(reply.read())["response"]["allowed"] is True
         assert not reply.will_close
     connection.request("POST", VALIDATE_NAMESPACE_PATH, raw, {"Connection": "close"})

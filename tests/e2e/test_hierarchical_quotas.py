@@ -103,12 +103,28 @@ class Team:
         )
 
     def counted(self, hrq: tuple[str, str], *namespaces: str) -> None:
-        """Wait until kube-apiserver counts each of ``namespaces`` for the HRQ (their quota for
-        it has a status)."""
+        """Wait until kube-apiserver counts each of ``namespaces`` for the HRQ: a ResourceQuota
+        the controller keeps there (the HRQ's own, or that of an HRQ above that serves it)
+        counts the same objects and has a status for every resource the HRQ limits."""
+        path = resource_path(quota.GROUP, quota.VERSION, quota.PLURAL, hrq[0], hrq[1])
+        spec = (self.scene.get(path) or {}).get("spec") or {}
+        resources, scope = set(spec.get("hard") or {}), quota.scope_key(spec.get("scopeSelector"))
+
+        def counts(quota_object: dict[str, Any]) -> bool:
+            status = quota_object.get("status") or {}
+            return quota.counted_quota(quota_object).scope == scope and resources <= (
+                set(status.get("hard") or {}) & set(status.get("used") or {})
+            )
+
         for namespace in namespaces:
-            path = resource_path("", "v1", "resourcequotas", namespace, quota.quota_name(hrq))
+            listing = resource_path("", "v1", "resourcequotas", namespace)
             self.scene.wait(
-                lambda path=path: "used" in ((self.scene.get(path) or {}).get("status") or {}),
+                lambda listing=listing: any(
+                    counts(q)
+                    for q in self.scene.kube.list_objects(
+                        listing, labelSelector=quota.LABEL_HRQ_NAMESPACE
+                    )["items"]
+                ),
                 f"namespace {namespace} to be counted for {hrq[0]}/{hrq[1]}",
             )
 
@@ -143,6 +159,12 @@ class Team:
         self.scene.kubectl("run", self.scene.name("busy"), "--image=nginx", "-n", other)
         self.wait_used(other, "own", pods="1")
         return other
+
+    def kept(self, namespace: str) -> set[str]:
+        """The names of the ResourceQuotas the controller keeps in ``namespace``."""
+        listing = resource_path("", "v1", "resourcequotas", namespace)
+        items = self.scene.kube.list_objects(listing, labelSelector=quota.LABEL_HRQ_NAMESPACE)
+        return {item["metadata"]["name"] for item in items["items"]}
 
     def pod(self, namespace: str, prefix: str = "web", cpu: str | None = None) -> Any:
         """The tenant creates a pod; kubectl's result."""
@@ -333,6 +355,37 @@ def test_decimal_quantities_and_nested_hrqs_two_deep(team: Team) -> None:
     assert without.returncode == 1
     assert "must specify requests.cpu" in without.stderr, without.stderr
     assert f"hrq.{middle}.cpu" in without.stderr or f"hrq.{root}.cpu" in without.stderr
+
+
+def test_one_quota_counts_for_nested_hrqs_and_a_move_from_under_one_keeps_the_other_true(
+    team: Team,
+) -> None:
+    """Two HRQs on one chain that limit the same resources: each namespace below both keeps one
+    ResourceQuota, the nearer HRQ's, which counts for both. A namespace moved out from under
+    the nearer one but still under the other is counted for the other all along: its pod still
+    takes the root's last unit."""
+    root = team.root
+    middle = team.sub(root, "org")
+    leaf, side = team.sub(middle, "app"), team.sub(root, "side")
+    team.hrq(root, "compute", pods="3")
+    team.hrq(middle, "team", pods="5")
+    team.counted((root, "compute"), root, middle, leaf, side)
+    team.counted((middle, "team"), middle, leaf)
+    served = quota.quota_name((middle, "team"))
+    team.scene.wait(lambda: team.kept(leaf) == {served}, f"{leaf} to keep only {served}")
+
+    created(team.pod(leaf, "one"))
+    team.wait_used(root, "compute", pods="1")
+    team.wait_used(middle, "team", pods="1")
+
+    team.scene.kubectl("label", "namespace", leaf, f"{LABEL_PARENT}={side}", "--overwrite")
+    own = quota.quota_name((root, "compute"))
+    team.scene.wait(lambda: team.kept(leaf) == {own}, f"{leaf} to keep only {own}")
+    team.wait_used(middle, "team", pods="0")
+    team.wait_used(root, "compute", pods="1")
+    created(team.pod(side, "two"))
+    created(team.pod(middle, "three"))
+    refused(team.pod(side, "four"), f"{root}/compute", "used: pods=3, limited: pods=3")
 
 
 def test_a_move_into_a_full_subtree_is_refused_with_nothing_written(team: Team) -> None:

@@ -3,6 +3,7 @@ own text parser."""
 
 from __future__ import annotations
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller.metrics import Metrics, WebhookMetrics
@@ -78,11 +79,13 @@ def test_webhook_series_append_to_the_controllers_as_one_valid_exposition() -> N
     webhooks = WebhookMetrics()
     webhooks.observe("/validate-v1-namespace", True, 0.004)
     webhooks.observe("/validate-v1-namespace", False, 0.02)
+    webhooks.observe("/validate-v1-namespace", True, 0.003)
     found = parsed(Metrics().exposition()[0] + webhooks.exposition())
     path = ("path", "/validate-v1-namespace")
-    assert found[("accurate_webhook_requests_total", (("allowed", "true"), path))] == 1
+    assert found[("accurate_webhook_requests_total", (("allowed", "true"), path))] == 2
     assert found[("accurate_webhook_requests_total", (("allowed", "false"), path))] == 1
-    assert found[("accurate_webhook_duration_seconds_count", (path,))] == 2
+    assert found[("accurate_webhook_duration_seconds_count", (path,))] == 3
+    assert found[("accurate_webhook_duration_seconds_sum", (path,))] == pytest.approx(0.027)
     assert found[("accurate_reconcile_passes_total", BULK)] == 0
 
 

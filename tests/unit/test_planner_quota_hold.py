@@ -166,22 +166,28 @@ def test_stale_copies_are_still_deleted_in_a_waiting_namespace() -> None:
 
 
 def _waiting_by_the_rules(world: World, planned: Plan) -> set[str]:
-    """The namespaces below an HRQ, after the pass, whose ResourceQuota for it is missing or
-    not counted: worked out from the HRQs and the stored ResourceQuotas, not by the planner."""
+    """The namespaces below an HRQ, after the pass, where no ResourceQuota kept for an HRQ
+    above them counts yet (every HRQ here limits pods, unscoped, so the one of any HRQ above
+    counts for all): worked out from the HRQs and the stored ResourceQuotas, not by the
+    planner."""
     assert planned.forest is not None
     forest = planned.forest
+    tops = {obj["metadata"]["namespace"]: obj for obj in world.hrqs}
     found = set()
-    for obj in world.hrqs:
-        top = obj["metadata"]["namespace"]
-        name = quota.quota_name((top, obj["metadata"]["name"]))
-        if top not in forest:
+    for namespace in forest.nodes:
+        if forest.nodes[namespace].terminating:
             continue
-        for namespace in forest.subtree(top):
-            if forest.nodes[namespace].terminating:
-                continue
-            status = (world.quotas.get((namespace, name)) or {}).get("status") or {}
-            if "pods" not in (status.get("hard") or {}):
-                found.add(namespace)
+        chain = [n for n in (namespace, *forest.ancestors(namespace)) if n in tops]
+        names = {quota.quota_name((n, tops[n]["metadata"]["name"])) for n in chain}
+        counting = [
+            q
+            for (where, name), q in world.quotas.items()
+            if where == namespace
+            and name in names
+            and "pods" in ((q.get("status") or {}).get("hard") or {})
+        ]
+        if chain and not counting:
+            found.add(namespace)
     return found
 
 
@@ -233,21 +239,29 @@ def scanning_hold(
     forest: Forest, hrq_objects: list[dict[str, Any]], kept: list[dict[str, Any]], names: set[str]
 ) -> dict[str, str]:
     """The hold check as it was before the planner got indexes: for each namespace, every HRQ
-    object parsed and every kept ResourceQuota looked through."""
+    object parsed and every kept ResourceQuota looked through (an HRQ counts there once its own
+    ResourceQuota, or that of an HRQ that serves it there, counts)."""
     found = {}
     for namespace in sorted(names):
         node = forest.get(namespace)
         if node is None or node.terminating:
             continue
-        missing = []
+        limits = []
         for above in (namespace, *forest.ancestors(namespace)):
             here = [o for o in hrq_objects if o["metadata"]["namespace"] == above]
             for obj in sorted(here, key=lambda o: o["metadata"]["name"]):
                 try:
-                    limit = quota.read_hrq(obj)
+                    limits.append(quota.read_hrq(obj))
                 except quota.QuotaError:
                     continue
-                name = quota.quota_name(limit.key)
+        missing = []
+        for limit in limits:
+            # Its own ResourceQuota or one of an HRQ that serves it there counts for it.
+            chain = quota.chain_of(limits)
+            serving = chain.servers[limit.key]
+            counted = False
+            for other in serving:
+                name = quota.quota_name(other.key)
                 ours = [
                     q
                     for q in kept
@@ -255,8 +269,9 @@ def scanning_hold(
                     and quota.hrq_of_quota(q) is not None
                 ]
                 # A missing one counts nothing (an HRQ that limits nothing waits for none).
-                if not quota.counting(ours[-1] if ours else {}, limit):
-                    missing.append(f"{name} (for {limit.ref})")
+                counted = counted or quota.counting(ours[-1] if ours else {}, limit)
+            if not counted:
+                missing.append(f"{quota.quota_name(chain.server(limit).key)} (for {limit.ref})")
         if missing:
             found[namespace] = (
                 f"waiting until the ResourceQuotas counting for the hierarchical quotas above "

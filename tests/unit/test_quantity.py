@@ -3,6 +3,9 @@ and apiserver's quota/v1 list helpers."""
 
 from __future__ import annotations
 
+import copy
+import math
+import pickle
 from fractions import Fraction
 
 import pytest
@@ -111,3 +114,43 @@ def test_sums_are_exact(first: Fraction, second: Fraction) -> None:
     total = Quantity(first) + Quantity(second)
     assert total.value == first + second
     assert (Quantity(first) <= Quantity(second)) == (first <= second)
+
+
+@given(amounts, amounts)
+def test_comparisons_and_differences_follow_the_amounts(first: Fraction, second: Fraction) -> None:
+    a, b = Quantity(first), Quantity(second)
+    assert (a < b, a <= b, a > b, a >= b, a == b) == (
+        first < second,
+        first <= second,
+        first > second,
+        first >= second,
+        first == second,
+    )
+    assert (a - b).value == first - second
+    same_in_binary = Quantity(first, quantity.BINARY_SI)
+    assert (same_in_binary, hash(same_in_binary)) == (a, hash(a))
+
+
+def test_an_amount_finer_than_a_nano_is_rounded_up_as_parsing_does() -> None:
+    assert Quantity(Fraction(1, 3)).nanos == 333333334
+    assert Quantity(Fraction(-1, 3)) == parse("-333333334n")
+    assert quantity.round_up(parse("1n"), -9) == parse("1n")
+
+
+@given(st.fractions(), st.integers())
+def test_any_amount_is_held_in_whole_nanos_away_from_zero(value: Fraction, whole: int) -> None:
+    away = math.ceil(abs(value) * quantity.NANOS)
+    assert Quantity(value).nanos == (away if value >= 0 else -away)
+    assert Quantity(whole).value == whole
+
+
+def test_a_quantity_cannot_change_but_copies_and_pickles_are_equal() -> None:
+    """Parsed quantities are shared by every reader of the same text, so none may change."""
+    amount = parse("1.5Gi")
+    with pytest.raises(AttributeError):
+        amount.nanos = 1
+    with pytest.raises(AttributeError):
+        del amount.format
+    for copied in (copy.copy(amount), copy.deepcopy(amount), pickle.loads(pickle.dumps(amount))):
+        assert (copied, copied.format, str(copied)) == (amount, quantity.BINARY_SI, "1536Mi")
+    assert repr(amount) == "Quantity(Fraction(1610612736, 1), 'BinarySI')"

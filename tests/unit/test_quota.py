@@ -11,15 +11,17 @@ from libaccurate.quota import (
     API_VERSION,
     COUNT_SUBNAMESPACES,
     Hrq,
-    applying,
+    QuotaTable,
     desired_quota,
     hrq_of_quota,
+    hrqs_counted_by,
     plan_quotas,
     quota_name,
     read_hrq,
     review_move,
     review_usage,
-    usage_of,
+    scope_key,
+    tree_used,
 )
 
 
@@ -76,10 +78,48 @@ def test_a_quota_left_behind_by_a_move_or_a_deleted_hrq_is_deleted() -> None:
     moved = with_used(desired_quota(hrq, "other"), pods="3")
     gone = with_used(desired_quota(read_hrq(hrq_object("b", "old", pods="1")), "b"), pods="0")
     planned = plan_quotas(tree(), [hrq_object("team", "compute", pods="10")], [moved, gone])
-    assert sorted(planned.delete) == [
-        ("b", "hrq.b.old", "uid-b"),
-        ("other", "hrq.team.compute", "uid-other"),
+    # The one in b still counts b's pods, the only one there that does: it stays until the
+    # one made for team/compute counts.
+    assert sorted(planned.delete) == [("other", "hrq.team.compute", "uid-other")]
+    assert ("b", "hrq.team.compute") in [
+        (q["metadata"]["namespace"], q["metadata"]["name"]) for q in planned.create
     ]
+    counted = with_used(desired_quota(hrq, "b"), pods="0")
+    later = plan_quotas(tree(), [hrq_object("team", "compute", pods="10")], [gone, counted])
+    assert later.delete == (("b", "hrq.b.old", "uid-b"),)
+
+
+def test_an_hrq_served_by_another_gets_no_quota_of_its_own_once_that_one_counts() -> None:
+    """``inner`` limits pods, ``root`` pods and more, counting the same objects: the quota kept
+    for ``root`` serves ``inner`` in every namespace of its subtree. One kept before for
+    ``inner`` goes once ``root``'s there counts, never before."""
+    objects = [hrq_object("team", "compute", pods="4", cpu="2"), hrq_object("a", "more", pods="3")]
+    root, inner = read_hrq(objects[0]), read_hrq(objects[1])
+    planned = plan_quotas(tree(), objects, [])
+    names = sorted((q["metadata"]["namespace"], q["metadata"]["name"]) for q in planned.create)
+    assert names == [(n, "hrq.team.compute") for n in ("a", "a1", "b", "team")]
+    kept = [with_used(desired_quota(inner, n), pods="1") for n in ("a", "a1")]
+    counting = with_used(desired_quota(root, "a"), pods="1", cpu="0")
+    waiting = plan_quotas(tree(), objects, [*kept, counting])
+    assert waiting.delete == (("a", "hrq.a.more", "uid-a"),)
+    statuses = {o["metadata"]["name"]: s for o, s in waiting.statuses}
+    assert {c.type: c.status for c in statuses["more"].conditions}["Counted"] == "True"
+
+
+def test_the_quota_that_serves_other_hrqs_names_them() -> None:
+    """So a tenant who may not read an HRQ above their tree still learns it limits them."""
+    objects = [hrq_object("team", "compute", pods="4", cpu="2"), hrq_object("a", "more", pods="3")]
+    created = {q["metadata"]["namespace"]: q for q in plan_quotas(tree(), objects, []).create}
+    assert hrqs_counted_by(created["a1"]) == [("team", "compute"), ("a", "more")]
+    assert hrqs_counted_by(created["b"]) == [("team", "compute")]
+    assert "accurate.cybozu.com/hrq-serves" not in created["b"]["metadata"]["annotations"]
+
+
+def test_a_scope_reads_alike_with_or_without_an_empty_values_list() -> None:
+    """The API server writes a ResourceQuota back without an empty list: not a new scope."""
+    bare = {"matchExpressions": [{"scopeName": "BestEffort", "operator": "Exists"}]}
+    empty = {"matchExpressions": [{"operator": "Exists", "scopeName": "BestEffort", "values": []}]}
+    assert scope_key(bare) == scope_key(empty) != scope_key(None) == ""
 
 
 def test_someone_elses_quota_of_that_name_is_left_alone() -> None:
@@ -128,25 +168,25 @@ def test_status_sums_the_subtree_and_says_when_over_and_what_binds_it() -> None:
     assert "pods used 5 of 4" in exceeded.message
     assert "requests.cpu used 2250m of 2" in exceeded.message
     more = {c.type: c for c in statuses["more"].conditions}
-    assert statuses["more"].used == {"pods": "2"}
+    # a1 keeps no ResourceQuota for "more": the one for "compute" counts its pods for both.
+    assert statuses["more"].used == {"pods": "4"}
     assert more["LimitedAbove"].status == "True"
     assert "team/compute allows pods=4" in more["LimitedAbove"].message
-    assert more["Counted"].status == "False"
-    assert "a1" in more["Counted"].message
+    assert more["Counted"].status == "True"
 
 
 def test_usage_may_grow_while_the_tree_stays_within_hard() -> None:
     forest = tree()
     hrq = read_hrq(hrq_object("team", "compute", pods="3"))
-    usage = usage_of(
+    usage = QuotaTable(
         [
             with_used(desired_quota(hrq, "a"), pods="1"),
             with_used(desired_quota(hrq, "b"), pods="1"),
         ]
     )
     pods = {"pods": parse("1")}
-    assert review_usage(forest, [hrq], usage, "a1", hrq, {}, pods) is None
-    denial = review_usage(forest, [hrq], usage, "a", hrq, pods, {"pods": parse("3")})
+    assert review_usage(forest, [hrq], usage, "a1", "", {}, pods) is None
+    denial = review_usage(forest, [hrq], usage, "a", "", pods, {"pods": parse("3")})
     assert denial == (
         "exceeded hierarchical quota: team/compute (namespace team and every namespace below it),"
         " requested: pods=2, used: pods=2, limited: pods=3"
@@ -156,18 +196,18 @@ def test_usage_may_grow_while_the_tree_stays_within_hard() -> None:
 def test_shrinking_or_unchanged_usage_passes_even_over_a_lowered_hard() -> None:
     forest = tree()
     hrq = read_hrq(hrq_object("team", "compute", pods="1"))
-    usage = usage_of([with_used(desired_quota(hrq, "b"), pods="5")])
+    usage = QuotaTable([with_used(desired_quota(hrq, "b"), pods="5")])
     five, four = {"pods": parse("5")}, {"pods": parse("4")}
-    assert review_usage(forest, [hrq], usage, "b", hrq, five, four) is None
-    assert review_usage(forest, [hrq], usage, "b", hrq, five, five) is None
+    assert review_usage(forest, [hrq], usage, "b", "", five, four) is None
+    assert review_usage(forest, [hrq], usage, "b", "", five, five) is None
 
 
 def test_the_tightest_hrq_on_the_chain_refuses_in_the_first_update() -> None:
     forest = tree()
     root = read_hrq(hrq_object("team", "compute", pods="2"))
     inner = read_hrq(hrq_object("a", "loose", pods="10"))
-    usage = usage_of([with_used(desired_quota(root, "b"), pods="2")])
-    denial = review_usage(forest, [root, inner], usage, "a1", inner, {}, {"pods": parse("1")})
+    usage = QuotaTable([with_used(desired_quota(root, "b"), pods="2")])
+    denial = review_usage(forest, [root, inner], usage, "a1", "", {}, {"pods": parse("1")})
     assert denial is not None
     assert denial.startswith("exceeded hierarchical quota: team/compute")
 
@@ -179,11 +219,10 @@ def test_an_hrq_of_another_scope_is_not_charged_for_this_write() -> None:
     }
     scoped = Hrq("team", "high", {"pods": parse("1")}, scope)
     plain = read_hrq(hrq_object("a", "all", pods="5"))
-    usage = usage_of([with_used(desired_quota(scoped, "b"), pods="1")])
-    assert (
-        review_usage(forest, [scoped, plain], usage, "a", plain, {}, {"pods": parse("1")}) is None
-    )
-    denial = review_usage(forest, [scoped, plain], usage, "a", scoped, {}, {"pods": parse("1")})
+    usage = QuotaTable([with_used(desired_quota(scoped, "b"), pods="1")])
+    one = {"pods": parse("1")}
+    assert review_usage(forest, [scoped, plain], usage, "a", "", {}, one) is None
+    denial = review_usage(forest, [scoped, plain], usage, "a", scope_key(scope), {}, one)
     assert denial is not None and "team/high" in denial
 
 
@@ -192,14 +231,14 @@ def test_sub_namespaces_count_where_their_subnamespace_is() -> None:
     hrq = read_hrq(hrq_object("team", "subs", **{COUNT_SUBNAMESPACES: "3"}))
     assert quota_name(hrq.key) == "hrq.team.subs"
     # team holds the SubNamespaces of a and b, a the one of a1: three in the tree.
-    usage = usage_of(
+    usage = QuotaTable(
         [
             with_used(desired_quota(hrq, "team"), **{COUNT_SUBNAMESPACES: "2"}),
             with_used(desired_quota(hrq, "a"), **{COUNT_SUBNAMESPACES: "1"}),
         ]
     )
     one = {COUNT_SUBNAMESPACES: parse("1")}
-    denial = review_usage(forest, [hrq], usage, "b", hrq, {}, one)
+    denial = review_usage(forest, [hrq], usage, "b", "", {}, one)
     assert denial is not None
     assert f"requested: {COUNT_SUBNAMESPACES}=1, used: {COUNT_SUBNAMESPACES}=3" in denial
 
@@ -208,7 +247,7 @@ def test_a_move_into_a_full_subtree_is_refused_with_the_numbers() -> None:
     forest = tree()
     full = read_hrq(hrq_object("team", "compute", pods="3"))
     own = read_hrq(hrq_object("other", "own", pods="10"))
-    usage = usage_of(
+    usage = QuotaTable(
         [
             with_used(desired_quota(full, "a"), pods="2"),
             with_used(desired_quota(own, "other"), pods="2"),
@@ -221,19 +260,22 @@ def test_a_move_into_a_full_subtree_is_refused_with_the_numbers() -> None:
     assert review_move(forest, [full, own], usage, "a1", "b") is None
 
 
-def test_applying_lists_the_hrqs_of_a_namespace_with_tree_usage() -> None:
+def test_a_namespace_counts_for_an_hrq_in_the_quota_of_one_that_serves_it() -> None:
+    """a1 keeps only the ResourceQuota of ``root``, which counts pods and more: it counts a1's
+    pods for ``inner`` too, and where both are kept the one a write reached first counts."""
     forest = tree()
-    root = read_hrq(hrq_object("team", "compute", pods="4"))
+    root = read_hrq(hrq_object("team", "compute", pods="4", **{"requests.cpu": "2"}))
     inner = read_hrq(hrq_object("a", "more", pods="3"))
-    usage = usage_of(
+    usage = QuotaTable(
         [
             with_used(desired_quota(root, "b"), pods="2"),
             with_used(desired_quota(root, "a1"), pods="1"),
-            with_used(desired_quota(inner, "a1"), pods="1"),
+            with_used(desired_quota(root, "a"), pods="1"),
+            with_used(desired_quota(inner, "a"), pods="2"),
         ]
     )
-    found = [(h.ref, str(used["pods"])) for h, used in applying(forest, [root, inner], usage, "a1")]
-    assert found == [("a/more", "1"), ("team/compute", "3")]
+    assert str(tree_used(forest, inner, usage)["pods"]) == "3"
+    assert str(tree_used(forest, root, usage)["pods"]) == "5"
 
 
 def test_a_write_already_counted_for_one_hrq_is_not_charged_twice_for_it() -> None:
@@ -243,16 +285,16 @@ def test_a_write_already_counted_for_one_hrq_is_not_charged_twice_for_it() -> No
     root = read_hrq(hrq_object("team", "cpu", **{"requests.cpu": "1.5"}))
     inner = read_hrq(hrq_object("a", "cpu", **{"requests.cpu": "1"}))
     half = {"requests.cpu": parse("500m")}
-    usage = usage_of(
+    usage = QuotaTable(
         [
             with_used(desired_quota(root, "a1"), **{"requests.cpu": "500m"}),
             with_used(desired_quota(inner, "a1"), **{"requests.cpu": "500m"}),
             with_used(desired_quota(inner, "a"), **{"requests.cpu": "500m"}),
         ]
     )
-    assert review_usage(forest, [root, inner], usage, "a", root, {}, half) is None
+    assert review_usage(forest, [root, inner], usage, "a", "", {}, half) is None
     more = {"requests.cpu": parse("600m")}
-    denial = review_usage(forest, [root, inner], usage, "a", root, {}, more)
+    denial = review_usage(forest, [root, inner], usage, "a", "", {}, more)
     assert denial is not None and denial.startswith("exceeded hierarchical quota: a/cpu")
 
 

@@ -1,11 +1,13 @@
 """Properties of hierarchical quotas over generated trees, moves, usage and interleavings.
 
 1. After any trees and moves, every HRQ's status.used is the sum, over the namespaces whose
-   chain of parents reaches the HRQ's namespace, of what their ResourceQuota for it records.
+   chain of parents reaches the HRQ's namespace, of what the ResourceQuota counting for it
+   there records (its own, or that of an HRQ that serves it there).
 2. However reviews, writes landing, writes lost, cache refreshes and time interleave, the usage
    the API server has stored never takes any HRQ over its hard: the webhook's ledger counts
    what it admitted before the cache shows it. So too when the webhook reads each HRQ's sum
-   kept from the cache's changes (libaccurate.quotasums) instead of adding up the subtree.
+   kept from the cache's changes (libaccurate.quotasums) instead of adding up the subtree, and
+   when a namespace still keeps a ResourceQuota that another serves (a write charges both).
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ from libaccurate.forest import Forest
 from libaccurate.quantity import Quantity, parse
 from libaccurate.quota import (
     API_VERSION,
+    Counted,
     Hrq,
+    HrqIndex,
     Usage,
+    chain_of,
     covering,
-    desired_quota,
+    desired_quotas,
     plan_quotas,
     quota_name,
     read_hrq,
@@ -91,13 +96,10 @@ def test_status_used_is_the_sum_over_the_subtree(links, moves, homes, used) -> N
     objects = [hrq_object(home, f"q{i}", 100, "100") for i, home in enumerate(homes)]
     hrqs = [read_hrq(o) for o in objects]
     quotas = []
-    for hrq in hrqs:
-        for namespace in NAMES:
-            if below(links, namespace, hrq.namespace):
-                pods, cpu = used.get(namespace, (0, "0"))
-                quota = desired_quota(hrq, namespace)
-                quota["status"] = {"used": {"pods": str(pods), "requests.cpu": cpu}}
-                quotas.append(quota)
+    for (namespace, _), quota in desired_quotas(forest, hrqs).items():
+        pods, cpu = used.get(namespace, (0, "0"))
+        quota["status"] = {"used": {"pods": str(pods), "requests.cpu": cpu}}
+        quotas.append(quota)
     planned = plan_quotas(forest, objects, quotas)
     assert planned.create == () and planned.delete == ()
     statuses = {(o["metadata"]["namespace"], o["metadata"]["name"]): s for o, s in planned.statuses}
@@ -143,21 +145,20 @@ class World:
 
     def refresh(self, namespace: str) -> None:
         """The cache catches up with one namespace's quotas (watch events arrive in order)."""
-        by_quota = {quota_name(hrq.key): hrq for hrq in self.hrqs}
+        index = HrqIndex(self.hrqs)
         for key, stored in self.stored.items():
             if key[0] != namespace or self.cache.get(key) == stored:
                 continue
-            before = {"pods": _pods(self.cache[key].pods)} if key in self.cache else {}
+            before = list(self._cached().counted_in(namespace))
             self.cache[key] = stored
-            if self.sums is not None and key[1] in by_quota:
-                after = {"pods": _pods(stored.pods)}
-                hrq = by_quota[key[1]]
+            after = list(self._cached().counted_in(namespace))
+            if self.sums is not None:
                 self.sums.update(
-                    quotasums.quota_changed(self.forest, hrq, namespace, before, after, self.sums)
+                    quotasums.quota_changed(self.forest, index, namespace, before, after, self.sums)
                 )
 
-    def _cached(self) -> dict[tuple[str, str], dict[str, Quantity]]:
-        return {key: {"pods": _pods(stored.pods)} for key, stored in self.cache.items()}
+    def _cached(self) -> Table:
+        return Table(self.cache)
 
     def subtree_used(
         self, forest: Forest, hrq: Hrq, usage: Usage, without: str | None = None
@@ -165,22 +166,21 @@ class World:
         """What the webhook reads of an HRQ's subtree: the kept sum corrected by the ledger."""
         if self.sums is None:
             return tree_used(forest, hrq, usage, without)
-        differing = self.ledger.differing
+        differing = {namespace for namespace, _ in self.ledger.differing}
         cached = self._cached()
         return quotasums.subtree_used(forest, hrq, self.sums, cached, usage, differing, without)
 
     def sync(self) -> None:
         """What the webhook does before deciding: take the cache, read expired quotas live."""
         seen = {k: _seen(s) for k, s in self.cache.items()}
-        self.ledger.sync(seen.get)
+        self.ledger.sync(seen.get, lambda namespace: [n for (ns, n) in seen if ns == namespace])
         for key in self.ledger.expired(self.now):
             self.ledger.confirm(key, _seen(self.stored[key]), self.now)
 
     def write(self, namespace: str) -> None:
         """One pod created in ``namespace``: its ResourceQuotas are updated one by one, each
         update reviewed by the webhook; those allowed are in flight until they land or fail."""
-        for hrq in covering(self.forest, self.hrqs, namespace):
-            key = (namespace, quota_name(hrq.key))
+        for key in sorted(k for k in self.stored if k[0] == namespace):
             current = self.stored[key]
             self.sync()
             before, after = {"pods": _pods(current.pods)}, {"pods": _pods(current.pods + 1)}
@@ -189,7 +189,7 @@ class World:
                 self.hrqs,
                 self.ledger,
                 namespace,
-                hrq,
+                "",
                 before,
                 after,
                 self.subtree_used,
@@ -206,6 +206,20 @@ class World:
         if self.stored[key].version == version:
             self.revision += 1
             self.stored[key] = Stored(self.revision, pods)
+
+
+class Table:
+    """A quota.Usage over the cached quotas."""
+
+    def __init__(self, cache: dict[tuple[str, str], Stored]) -> None:
+        self._cache = cache
+
+    def counted_in(self, namespace: str) -> list[Counted]:
+        return [
+            Counted("", {"pods": _pods(s.pods)})
+            for (n, _), s in self._cache.items()
+            if n == namespace
+        ]
 
 
 def _seen(stored: Stored) -> Seen:
@@ -232,18 +246,21 @@ Step = st.one_of(
     homes=st.lists(st.tuples(st.sampled_from(FEW), st.integers(0, 2)), min_size=1, max_size=3),
     steps=st.lists(Step, min_size=4, max_size=40),
     kept=st.booleans(),
+    leftovers=st.booleans(),
 )
-def test_admission_never_takes_an_hrq_over_its_hard(links, homes, steps, kept) -> None:
+def test_admission_never_takes_an_hrq_over_its_hard(links, homes, steps, kept, leftovers) -> None:
     forest = forest_of(links)
     hrqs = [
         read_hrq(hrq_object(home, f"q{i}", limit, "1")) for i, (home, limit) in enumerate(homes)
     ]
-    stored = {
-        (namespace, quota_name(hrq.key)): Stored(1, 0)
-        for hrq in hrqs
-        for namespace in FEW
-        if below(links, namespace, hrq.namespace)
-    }
+    # Each namespace keeps the ResourceQuota of every HRQ above it that none serves, and with
+    # ``leftovers`` those of the others too (kept until the one serving them counts).
+    stored = {}
+    for namespace in FEW:
+        chain = chain_of(covering(forest, hrqs, namespace))
+        for hrq in chain.above:
+            if leftovers or not chain.dominated[hrq.key]:
+                stored[(namespace, quota_name(hrq.key))] = Stored(1, 0)
     world = World(forest, hrqs, stored, dict(stored))
     if kept:
         world.keep_sums()
@@ -257,9 +274,11 @@ def test_admission_never_takes_an_hrq_over_its_hard(links, homes, steps, kept) -
         elif step[0] == "tick":
             world.now += step[1]
         for hrq in hrqs:
+            # A pod is in a namespace once every ResourceQuota there counted it, so what a
+            # namespace uses is at most the least of them; the webhook holds the largest.
             total = sum(
-                s.pods
-                for (namespace, name), s in world.stored.items()
-                if name == quota_name(hrq.key)
+                max(s.pods for (where, _), s in world.stored.items() if where == namespace)
+                for namespace in FEW
+                if below(links, namespace, hrq.namespace)
             )
             assert total <= hrq.hard["pods"].value, hrq.ref

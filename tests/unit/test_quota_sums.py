@@ -21,13 +21,16 @@ from libaccurate.constants import LABEL_PARENT, LABEL_TYPE
 from libaccurate.forest import Forest, Node
 from libaccurate.quantity import Quantity, parse
 from libaccurate.quota import (
+    Counted,
     Hrq,
     HrqIndex,
     QuotaKey,
+    QuotaTable,
+    counted_quota,
     desired_quota,
+    hrq_scope,
     quota_name,
     tree_used,
-    usage_of,
 )
 from libaccurate.quotaledger import Seen
 
@@ -36,13 +39,15 @@ NAMES = tuple(f"n{i}" for i in range(6))
 PARENTS = st.sampled_from([*NAMES, "missing", None])
 HOMES = st.sampled_from(NAMES)
 RESOURCES = st.sampled_from([("pods",), ("requests.cpu",), ("pods", "requests.cpu")])
+HIGH = {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["hi"]}]}
+SCOPES = st.sampled_from([None, HIGH])
 CPU = st.sampled_from(["0", "100m", "1.5", "2", "250m"])
 USED = st.one_of(st.none(), st.tuples(st.integers(0, 5), CPU))
 
 Step = st.one_of(
     st.tuples(st.just("quota"), HOMES, st.integers(0, 2), USED),
     st.tuples(st.just("namespace"), HOMES, PARENTS, st.booleans()),
-    st.tuples(st.just("hrq"), st.integers(0, 2), HOMES, st.one_of(st.none(), RESOURCES)),
+    st.tuples(st.just("hrq"), st.integers(0, 2), HOMES, st.one_of(st.none(), RESOURCES), SCOPES),
 )
 
 
@@ -50,8 +55,10 @@ def node(name: str, parent: str | None) -> Node:
     return Node(name, {LABEL_PARENT: parent} if parent else {LABEL_TYPE: "root"})
 
 
-def hrq_of(index: int, home: str, resources: tuple[str, ...]) -> Hrq:
-    return Hrq(home, f"q{index}", {r: parse("100") for r in resources})
+def hrq_of(
+    index: int, home: str, resources: tuple[str, ...], scope: dict[str, Any] | None = None
+) -> Hrq:
+    return Hrq(home, f"q{index}", {r: parse("100") for r in resources}, scope)
 
 
 def usage(pods: int, cpu: str) -> dict[str, Quantity]:
@@ -63,13 +70,13 @@ def values(sums: dict[str, Quantity]) -> dict[str, Fraction]:
 
 
 class Recount:
-    """A quota.Usage over what each namespace's ResourceQuotas record."""
+    """A quota.Usage over what each namespace's ResourceQuotas count."""
 
-    def __init__(self, counted: dict[str, dict[str, dict[str, Quantity]]]) -> None:
+    def __init__(self, counted: dict[str, dict[str, Counted]]) -> None:
         self.counted = counted
 
-    def get(self, key: QuotaKey) -> dict[str, Quantity] | None:
-        return self.counted.get(key[0], {}).get(key[1])
+    def counted_in(self, namespace: str) -> list[Counted]:
+        return list(self.counted.get(namespace, {}).values())
 
 
 @settings(max_examples=300, deadline=None)
@@ -79,21 +86,22 @@ class Recount:
 )
 def test_each_change_applied_by_the_rules_keeps_every_sum_a_recount(links, steps) -> None:
     forest = Forest.build(node(name, parent) for name, parent in links.items())
-    counted: dict[str, dict[str, dict[str, Quantity]]] = {}
+    counted: dict[str, dict[str, Counted]] = {}
     hrqs: dict[int, Hrq] = {}
     sums: dict[QuotaKey, dict[str, Quantity]] = {}
     for step in steps:
-        by_quota = {quota_name(h.key): h for h in hrqs.values()}
+        index = HrqIndex(hrqs.values())
         if step[0] == "quota":
-            _, namespace, index, used = step
-            name = quota_name((hrqs.get(index) or hrq_of(index, NAMES[0], ())).key)
-            before = counted.setdefault(namespace, {}).pop(name, {})
-            after = {} if used is None else usage(*used)
+            _, namespace, number, used = step
+            hrq = hrqs.get(number) or hrq_of(number, NAMES[0], ())
+            name = quota_name(hrq.key)
+            here = counted.setdefault(namespace, {})
+            before = list(here.values())
+            here.pop(name, None)
             if used is not None:
-                counted[namespace][name] = after
-            if name in by_quota:
-                hrq = by_quota[name]
-                sums.update(quotasums.quota_changed(forest, hrq, namespace, before, after, sums))
+                here[name] = Counted(hrq_scope(hrq), usage(*used))
+            after = list(here.values())
+            sums.update(quotasums.quota_changed(forest, index, namespace, before, after, sums))
         elif step[0] == "namespace":
             _, name, parent, present = step
             moved = forest.copy()
@@ -101,18 +109,16 @@ def test_each_change_applied_by_the_rules_keeps_every_sum_a_recount(links, steps
                 moved.upsert(node(name, parent))
             else:
                 moved.remove(name)
-            sums.update(
-                quotasums.namespaces_changed(forest, moved, [name], counted, by_quota, sums)
-            )
+            sums.update(quotasums.namespaces_changed(forest, moved, [name], counted, index, sums))
             forest = moved
         else:
-            _, index, home, resources = step
-            old = hrqs.pop(index, None)
+            _, number, home, resources, scope = step
+            old = hrqs.pop(number, None)
             if old is not None:
                 del sums[old.key]
             if resources is not None:
-                hrqs[index] = hrq_of(index, home, resources)
-                sums[hrqs[index].key] = tree_used(forest, hrqs[index], Recount(counted))
+                hrqs[number] = hrq_of(number, home, resources, scope)
+                sums[hrqs[number].key] = tree_used(forest, hrqs[number], Recount(counted))
         for hrq in hrqs.values():
             assert values(sums[hrq.key]) == values(tree_used(forest, hrq, Recount(counted)))
 
@@ -139,7 +145,10 @@ class Cached:
 
     def seen(self, key: QuotaKey) -> Seen | None:
         obj = self.quotas.get(key)
-        return None if obj is None else Seen("", usage_of([obj])[key])
+        if obj is None:
+            return None
+        counted = counted_quota(obj)
+        return Seen("", counted.used, counted.scope)
 
     @contextmanager
     def reading(self) -> Iterator[Forest]:
@@ -179,19 +188,15 @@ def test_the_webhook_catching_up_on_a_batch_of_changes_has_every_sum_a_recount(
                 cache.forest.remove(name)
             cache.touch(NAMESPACES, ("", name))
         elif step[0] == "hrq":
-            _, number, home, resources = step
+            _, number, home, resources, scope = step
             hrqs.pop(number, None)
             if resources is not None:
-                hrqs[number] = hrq_of(number, home, resources)
+                hrqs[number] = hrq_of(number, home, resources, scope)
             index = HrqIndex(hrqs.values())
         else:
             with cache.reading() as forest:
                 kept.catch_up(forest, index, cache.take(), cache.seen)
-                recount = Recount({})
-                for (namespace, name), obj in cache.quotas.items():
-                    recount.counted.setdefault(namespace, {})[name] = usage_of([obj])[
-                        (namespace, name)
-                    ]
+                recount = QuotaTable(cache.quotas.values())
                 for hrq in index:
                     expected = tree_used(forest, hrq, recount)
                     assert values(dict(kept.sums[hrq.key])) == values(expected)
