@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 import random
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -42,6 +42,7 @@ from accurate_testbed.apiserver.resources import (
 )
 from accurate_testbed.apiserver.selectors import selector
 from accurate_testbed.apiserver.store import Expired, Store
+from accurate_testbed.apiserver.uids import new_uid
 from accurate_testbed.apiserver.webhooks import WebhookConfigurations
 from libaccurate.validation import FieldError
 
@@ -85,16 +86,20 @@ class Caller:
     def manager(self) -> str:
         """The explicit field manager, else the User-Agent's product token (kube-apiserver's
         rule: the part before the first '/', printable characters only, at most 128 bytes)."""
-        if self.field_manager:
-            return self.field_manager
-        head = self.user_agent.split("/")[0]
-        result = ""
-        for char in head:
-            if char.isprintable() and len((result + char).encode()) <= 128:
-                result += char
-            elif char.isprintable():
-                break
-        return result
+        return self.field_manager or _agent_manager(self.user_agent)
+
+
+@functools.lru_cache(maxsize=256)
+def _agent_manager(user_agent: str) -> str:
+    """The manager a User-Agent names; remembered, as a few clients make every request."""
+    head = user_agent.split("/")[0]
+    result = ""
+    for char in head:
+        if char.isprintable() and len((result + char).encode()) <= 128:
+            result += char
+        elif char.isprintable():
+            break
+    return result
 
 
 class Guard(Protocol):
@@ -509,7 +514,7 @@ class Api:
         meta = obj["metadata"]
         for server_set in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(server_set, None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = new_uid()
         meta["creationTimestamp"] = now()
         if resource.has_generation:
             meta["generation"] = 1
@@ -617,10 +622,12 @@ class Api:
             issues += validate.check_update(resource, old, obj)
         if issues:
             raise errors.invalid(resource.group, resource.kind, obj["metadata"]["name"], issues)
+        if obj is not attempt.obj:
+            attempt = dataclasses.replace(attempt, obj=obj)
         if self.admit is not None:
-            self.admit.validate(dataclasses.replace(attempt, obj=obj))
+            self.admit.validate(attempt)
         if self.quota is not None:
-            self.quota.validate(dataclasses.replace(attempt, obj=obj))
+            self.quota.validate(attempt)
         if resource.group == ADMISSION:
             configurations = [obj]
             WebhookConfigurations.from_objects(

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,6 +29,7 @@ from typing import Any
 
 from accurate_testbed.apiserver.rbac import Attributes
 from accurate_testbed.apiserver.routing import ResourcePath
+from accurate_testbed.apiserver.uids import new_uid
 
 FLUSH_INTERVAL = 1.0
 BUFFER_BYTES = 1 << 20
@@ -101,7 +101,7 @@ def event(
         "kind": "Event",
         "apiVersion": "audit.k8s.io/v1",
         "level": "Metadata",
-        "auditID": headers.get("Audit-ID") or str(uuid.uuid4()),
+        "auditID": headers.get("Audit-ID") or new_uid(),
         "stage": "ResponseComplete",
         "requestURI": uri,
         "verb": attributes.verb if attributes is not None else method.lower(),

@@ -12,12 +12,12 @@ error it did not type) naming the webhook's reason.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from accurate_testbed.apiserver.errors import ApiError
+from accurate_testbed.apiserver.uids import new_uid
 from accurate_testbed.apiserver.webhooks import CallFailure, post
 
 Obj = dict[str, Any]
@@ -55,7 +55,7 @@ def convert(
         return []
     kind = f"{objects[0].get('kind')}List" if listing else objects[0].get("kind")
     source = f"{objects[0].get('apiVersion')}, Kind={kind}"
-    uid = str(uuid.uuid4())
+    uid = new_uid()
     review = {
         "apiVersion": REVIEW_API_VERSION,
         "kind": "ConversionReview",

@@ -62,9 +62,7 @@ def _quantities(kind: str, lists: list[Any]) -> None:
         if not isinstance(resources, dict):
             continue
         try:
-            written = {
-                name: _stored_form(quantity.parse(value)) for name, value in resources.items()
-            }
+            written = {name: _stored(value) for name, value in resources.items()}
         except quantity.QuantityError as error:
             raise errors.bad_request(
                 f'{kind} in version "v1" cannot be handled as a {kind}: {error}'
@@ -73,10 +71,21 @@ def _quantities(kind: str, lists: list[Any]) -> None:
         resources.update(sorted(written.items()))  # Go writes a map's keys sorted
 
 
+def _stored(value: Any) -> str:
+    """A quantity as a built-in object stores it; text is remembered as it was written, as
+    the few distinct amounts of a cluster are written over and over (every quota status update
+    carries them all, twice: its body, then the object it makes)."""
+    if type(value) is str:
+        return _stored_text(value)
+    return _stored_form(quantity.parse(value))
+
+
 @functools.lru_cache(maxsize=4096)
+def _stored_text(text: str) -> str:
+    return _stored_form(quantity.parse(text))
+
+
 def _stored_form(amount: quantity.Quantity) -> str:
-    """An amount as a built-in object stores it; remembered, as the few distinct amounts of a
-    cluster are written over and over (every quota status update carries them all)."""
     return str(quantity.round_up(amount, -3))
 
 

@@ -8,11 +8,15 @@ with one simplification the design allows: without the OpenAPI schemas every lis
 in entries written by a real server count as ownership of their whole list.
 
 Pure functions over plain dicts; inputs are never mutated, and results may share the parts a
-write left alone with them.
+write left alone with them. Field sets are translated to and from fieldsV1 through memos: most
+writes (every quota status update) leave most entries as they were, so the same few tries are
+read and written over and over.
 """
 
 from __future__ import annotations
 
+import functools
+import marshal
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -138,7 +142,7 @@ class _Entry:
         if self.time is not None:
             entry["time"] = self.time
         entry["fieldsType"] = "FieldsV1"
-        entry["fieldsV1"] = _encode_fields(self.fields)
+        entry["fieldsV1"] = marshal.loads(_encoded(frozenset(self.fields)))
         if self.subresource:
             entry["subresource"] = self.subresource
         return entry
@@ -246,7 +250,7 @@ def _decode_entries(obj: Obj) -> dict[Any, _Entry]:
             str(raw.get("apiVersion", "")),
             raw.get("subresource") or None,
             raw.get("time"),
-            _decode_fields(fields, ()),
+            set(_decoded(fields)),
         )
         known = entries.setdefault(entry.key(), entry)
         known.fields |= entry.fields
@@ -269,6 +273,29 @@ def _with_entries(obj: Obj, entries: dict[Any, _Entry]) -> Obj:
 
 
 # --- fieldsV1 -------------------------------------------------------------------------------
+
+_MEMO_SIZE = 4096  # distinct field sets remembered: a few per kind and manager in a test bed
+
+
+def _decoded(fields: Obj) -> frozenset[Path]:
+    """The paths a fieldsV1 trie owns, remembered by the trie's marshalled form (equal bytes
+    are an equal trie; an equal trie marshalled otherwise only misses the memo)."""
+    try:
+        key = marshal.dumps(fields, 2)  # version 2: no back-references, so no refcount in it
+    except ValueError:  # not plain data
+        return frozenset(_decode_fields(fields, ()))
+    return _decoded_memo(key)
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _decoded_memo(key: bytes) -> frozenset[Path]:
+    return frozenset(_decode_fields(marshal.loads(key), ()))
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _encoded(paths: frozenset[Path]) -> bytes:
+    """The fieldsV1 trie of a field set, marshalled: each use loads its own copy."""
+    return marshal.dumps(_encode_fields(paths))
 
 
 def _decode_fields(fields: Obj, prefix: Path) -> set[Path]:

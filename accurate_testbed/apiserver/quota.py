@@ -19,7 +19,6 @@ evaluation timed out``, while the check goes on).
 from __future__ import annotations
 
 import threading
-import uuid
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,15 +26,15 @@ from typing import Any
 
 from accurate_testbed.apiserver import errors
 from accurate_testbed.apiserver.api import Api, Attempt, Caller, Obj
-from accurate_testbed.apiserver.cloning import clone
 from accurate_testbed.apiserver.errors import ApiError
 from accurate_testbed.apiserver.quota_evaluators import Evaluator, evaluator_for, matches
+from accurate_testbed.apiserver.uids import new_uid
 from libaccurate import quantity
 
 # The loopback client's identity (server/config.go, AuthorizeClientBearerToken).
 APISERVER_USER: dict[str, Any] = {
     "username": "system:apiserver",
-    "uid": str(uuid.uuid4()),
+    "uid": new_uid(),
     "groups": ["system:authenticated", "system:masters"],
 }
 _LOOPBACK_AGENT = "kube-apiserver/v1.32.0 (linux/amd64) kubernetes"
@@ -70,7 +69,7 @@ class QuotaAdmission:
         self._start()
         waiter = _Waiter(attempt, evaluator)
         self._queue.add(namespace, waiter)
-        if not waiter.finished.wait(EVALUATION_TIMEOUT):
+        if not waiter.wait(EVALUATION_TIMEOUT):
             # The work goes on, as the plugin's worker does, but the request fails.
             raise errors.internal_error("resource quota evaluation timed out")
         if waiter.result is not None:
@@ -83,6 +82,8 @@ class QuotaAdmission:
     def _start(self) -> None:
         """Start the workers on the first charge, as Evaluate's ``init.Do(e.start)`` does: a
         server whose namespaces never hold a quota runs none."""
+        if self._started:
+            return
         with self._start_lock:
             if self._started:
                 return
@@ -103,7 +104,7 @@ class QuotaAdmission:
                         waiter.result = error
             finally:
                 for waiter in waiters:
-                    waiter.finished.set()
+                    waiter.finish()
                 self._queue.done(namespace)
 
     def _check_namespace(self, namespace: str, waiters: list[_Waiter]) -> None:
@@ -191,14 +192,29 @@ class _DefaultDeny(ApiError):
         super().__init__(500, "", "DEFAULT DENY")
 
 
+def _held_lock() -> threading.Lock:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
 @dataclass(eq=False)
 class _Waiter:
-    """admissionWaiter: one request waiting for its check, and the check's outcome."""
+    """admissionWaiter: one request waiting for its check, and the check's outcome. The check
+    ends by releasing a lock the waiter holds from the start: the plainest wake-up there is,
+    paid on every counted write."""
 
     attempt: Attempt
     evaluator: Evaluator
-    finished: threading.Event = field(default_factory=threading.Event)
     result: BaseException | None = field(default_factory=_DefaultDeny)
+    _checking: threading.Lock = field(default_factory=_held_lock)
+
+    def wait(self, timeout: float) -> bool:
+        """Whether the check ended within ``timeout`` seconds."""
+        return self._checking.acquire(timeout=timeout)
+
+    def finish(self) -> None:
+        self._checking.release()
 
 
 class _WorkQueue:
@@ -212,7 +228,7 @@ class _WorkQueue:
         self._work: dict[str, list[_Waiter]] = {}
         self._in_progress: set[str] = set()
         self._closed = False
-        self._lock = threading.Condition()
+        self._lock = threading.Condition(threading.Lock())
 
     def add(self, namespace: str, waiter: _Waiter) -> None:
         with self._lock:
@@ -248,7 +264,7 @@ class _WorkQueue:
 
 def _charged(before: Obj, after: Obj) -> bool:
     """Whether a quota's usage moved (quota.Equals on status.used)."""
-    return not quantity.equal(_used(before), _used(after))
+    return after is not before and not quantity.equal(_used(before), _used(after))
 
 
 def _used(quota: Obj) -> dict[str, quantity.Quantity]:
@@ -274,7 +290,8 @@ def check_request(quotas: Sequence[Obj], attempt: Attempt, evaluator: Evaluator)
         problem = evaluator.constraints(restricted, obj)
         if problem:
             raise _forbidden(attempt, f"failed quota: {name}: {problem}")
-        if any(resource not in _used(quota) for resource in restricted):
+        used = _used(quota)
+        if any(resource not in used for resource in restricted):
             raise _forbidden(
                 attempt,
                 f"status unknown for quota: {name}, resources: {','.join(sorted(restricted))}",
@@ -316,9 +333,8 @@ def _charge(quota: Obj, delta: quantity.ResourceList, attempt: Attempt) -> Obj:
             f"used: {quantity.pretty(quantity.mask(used, over))}, "
             f"limited: {quantity.pretty(quantity.mask(hard, over))}",
         )
-    charged = clone(quota)
-    charged.setdefault("status", {})["used"] = quantity.render_list(new_usage)
-    return charged
+    # The rest is shared with the quota as read: nothing changes a quota in place.
+    return {**quota, "status": {**status, "used": quantity.render_list(new_usage)}}
 
 
 def _forbidden(attempt: Attempt, why: str) -> ApiError:

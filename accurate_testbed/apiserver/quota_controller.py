@@ -15,7 +15,6 @@ read; a write that fails is tried again on the next round.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,12 +27,13 @@ from accurate_testbed.apiserver.quota_evaluators import (
     scope_requirements,
 )
 from accurate_testbed.apiserver.store import Change
+from accurate_testbed.apiserver.uids import new_uid
 from libaccurate import quantity
 
 RESYNC_SECONDS = 300.0  # --resource-quota-sync-period
 CONTROLLER_USER: dict[str, Any] = {
     "username": "system:serviceaccount:kube-system:resourcequota-controller",
-    "uid": str(uuid.uuid4()),
+    "uid": new_uid(),
     "groups": [
         "system:serviceaccounts",
         "system:serviceaccounts:kube-system",

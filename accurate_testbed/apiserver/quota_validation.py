@@ -145,14 +145,19 @@ def _list_issues(resources: Any, path: str) -> list[FieldError]:
 @functools.lru_cache(maxsize=4096)
 def _entry_issues(name: str, text: str, key: str) -> tuple[FieldError, ...]:
     """The issues of one resource and amount; remembered, as every quota status update
-    validates the same few again."""
-    issues = _resource_name_issues(name, key)
+    validates the same few again (and a new amount of a known resource reuses its name's)."""
+    issues = list(_name_issues(name, key))
     amount = quantity.parse(text)
     if amount.value < 0:
         issues.append(FieldError(key, str(amount), NEGATIVE))
     if _counted_in_units(name) and not _whole_in_millis(amount):
         issues.append(FieldError(key, _quantity_struct(text), "must be an integer"))
     return tuple(issues)
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_issues(name: str, key: str) -> tuple[FieldError, ...]:
+    return tuple(_resource_name_issues(name, key))
 
 
 def _counted_in_units(name: str) -> bool:

@@ -140,7 +140,7 @@ class ApiServer:
         deadline: a step still running (a long pass on a loaded machine) costs that once."""
         self._stopping.set()
         self.store.wake()  # watches see the server stopping
-        loops = (self.controllers, self.quota_controller)
+        loops = (self.controllers, self.garbage_collector, self.quota_controller)
         for loop in loops:
             loop.stop()
         self.quota_admission.stop()

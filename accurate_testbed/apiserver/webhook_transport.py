@@ -43,7 +43,8 @@ class Connection:
         self.open = True
 
     def set_timeout(self, timeout: float) -> None:
-        self._sock.settimeout(timeout)
+        if self._sock.gettimeout() != timeout:  # setting it costs system calls
+            self._sock.settimeout(timeout)
 
     def post(self, target: str, body: bytes) -> tuple[int, bytes]:
         """Send the body in one write and read the whole answer: its status code and body.

@@ -30,7 +30,6 @@ import functools
 import importlib
 import json
 import ssl
-import uuid
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -45,6 +44,7 @@ from accurate_testbed.apiserver.errors import (
     not_found,
 )
 from accurate_testbed.apiserver.patching import PatchError, json_patch
+from accurate_testbed.apiserver.uids import new_uid
 from accurate_testbed.apiserver.webhook_transport import (
     Address,
     Closed,
@@ -348,8 +348,8 @@ def _scope_matches(scope: str, request: AdmissionRequest) -> bool:
     return cluster_scoped == (scope == "Cluster")
 
 
-def _labels(obj: Mapping[str, Any] | None) -> dict[str, str]:
-    return dict((obj or {}).get("metadata", {}).get("labels") or {})
+def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
+    return (obj or {}).get("metadata", {}).get("labels") or {}
 
 
 def _selector_namespace_labels(
@@ -467,7 +467,7 @@ def _call(webhook: Webhook, request: AdmissionRequest, warnings: list[str]) -> l
             "could not create admission objects: the in-memory API server sends only "
             "admission.k8s.io/v1 AdmissionReviews; add v1 to admissionReviewVersions"
         )
-    uid = str(uuid.uuid4())
+    uid = new_uid()
     response = _verify(uid, webhook.mutating, post(webhook, _review(request, uid)))
     warnings.extend(response.get("warnings") or [])
     if not response.get("allowed"):
@@ -498,7 +498,7 @@ def post(webhook: Endpoint, review: dict[str, Any]) -> dict[str, Any]:
     target = f"{webhook.url}?timeout={timeout}s"
     parts = urlsplit(target)
     key = (parts.hostname or "", parts.port or 443, webhook.ca_bundle)
-    body = json.dumps(review).encode()
+    body = json.dumps(review, separators=(",", ":")).encode()  # compact, as Go encodes it
     kept = _CONNECTIONS.take(key, timeout)
     if kept is not None:
         try:

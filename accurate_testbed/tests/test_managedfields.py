@@ -422,3 +422,20 @@ def test_applied_null_removes_the_field_and_the_applier_owns_it() -> None:
     assert _owned(result, CONTROLLER, "Apply") == {
         "f:metadata": {"f:annotations": {}, "f:labels": {"f:a": {}}}
     }
+
+
+def test_entries_written_alike_are_separate_objects() -> None:
+    """Field sets are remembered between writes; what each write returns is its own, so a
+    caller changing one result (or its input) changes no other."""
+    live = _apply(None, _namespace({"a": "1"}))
+    first = _label(live, "b", "1")
+    second = _label(live, "b", "1")
+    assert first["metadata"]["managedFields"] == second["metadata"]["managedFields"]
+
+    _owned(first, "kubectl-label", "Update")["f:metadata"]["f:labels"]["f:x"] = {}  # type: ignore[index]
+    _owned(live, CONTROLLER, "Apply")["f:metadata"]["f:labels"]["f:y"] = {}  # type: ignore[index]
+    third = _label(_apply(None, _namespace({"a": "1"})), "b", "1")
+
+    assert _label_keys(_owned(second, "kubectl-label", "Update")) == {"b"}
+    assert third["metadata"]["managedFields"] == second["metadata"]["managedFields"]
+    assert _label_keys(_owned(third, CONTROLLER, "Apply")) == {"a"}
