@@ -85,7 +85,9 @@ def _type_ok(value: Any, schema: dict[str, Any]) -> bool:
 def _check(value: Any, schema: dict[str, Any], path: str, issues: list[FieldError]) -> None:
     if not _type_ok(value, schema):
         actual = _type_name(value)
-        detail = f'{path} in body must be of type {schema["type"]}: "{actual}"'
+        # x-kubernetes-int-or-string is validated as the types integer and string.
+        wanted = "integer,string" if schema.get("x-kubernetes-int-or-string") else schema["type"]
+        detail = f'{path} in body must be of type {wanted}: "{actual}"'
         issues.append(FieldError(path, actual, detail))
         return
     if "enum" in schema and value not in schema["enum"]:

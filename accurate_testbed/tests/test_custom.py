@@ -40,6 +40,10 @@ def widget_crd(plural: str) -> dict:
                                     "properties": {
                                         "size": {"type": "integer", "default": 3},
                                         "color": {"type": "string"},
+                                        "replicas": {
+                                            "x-kubernetes-int-or-string": True,
+                                            "anyOf": [{"type": "integer"}, {"type": "string"}],
+                                        },
                                         "extra": {
                                             "type": "object",
                                             "x-kubernetes-preserve-unknown-fields": True,
@@ -124,6 +128,28 @@ def test_custom_object_type_errors_are_invalid(cluster: Cluster, widgets: str) -
     assert caught.value.status == 422
     assert status["details"]["causes"][0]["field"] == "spec.size"
     assert "spec.size in body must be of type integer" in status["message"]
+
+
+def test_an_int_or_string_field_of_another_type_is_invalid(cluster: Cluster, widgets: str) -> None:
+    """apiextensions validates x-kubernetes-int-or-string as the types integer and string
+    (validation.go, ConvertJSONSchemaPropsWithPostProcess), so kube-openapi's type error joins
+    them."""
+    ns = cluster.namespace()
+    with pytest.raises(k8s_client.ApiException) as caught:
+        request(
+            cluster.api_client,
+            "POST",
+            collection(ns, widgets),
+            {
+                "apiVersion": f"{GROUP}/v1",
+                "kind": "Widget",
+                "metadata": {"name": "w"},
+                "spec": {"replicas": [1]},
+            },
+        )
+    assert caught.value.status == 422
+    message = error_of(caught.value)["message"]
+    assert 'spec.replicas in body must be of type integer,string: "array"' in message
 
 
 def test_status_subresource_and_generation(cluster: Cluster, widgets: str) -> None:
