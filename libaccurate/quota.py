@@ -617,12 +617,10 @@ class Chain(NamedTuple):
     dominated: Mapping[QuotaKey, bool]
     # The HRQs this one's ResourceQuota serves here.
     serves: Mapping[QuotaKey, Sequence[Hrq]]
-    # The HRQs whose ResourceQuota counts for this one here: itself, and those that serve it.
-    servers: Mapping[QuotaKey, Sequence[Hrq]]
 
     def server(self, hrq: Hrq) -> Hrq:
         """The HRQ whose ResourceQuota counts for ``hrq`` here once all are in place."""
-        found = (o for o in self.servers[hrq.key] if o != hrq and not self.dominated[o.key])
+        found = (o for o in self.above if hrq in self.serves[o.key] and not self.dominated[o.key])
         return next(found, hrq)
 
 
@@ -644,20 +642,31 @@ def chain_of(above: Sequence[Hrq]) -> Chain:
         above,
         {b.key: any(over[i][j] for i in indexes) for j, b in enumerate(above)},
         {a.key: [above[j] for j in indexes if over[i][j]] for i, a in enumerate(above)},
-        {b.key: [above[i] for i in indexes if i == j or over[i][j]] for j, b in enumerate(above)},
     )
 
 
-def counted_for(
-    hrq: Hrq, namespace: str, serving: Sequence[Hrq], held: Lookup, besides: str | None = None
-) -> bool:
-    """Whether a ResourceQuota kept in ``namespace`` for one of the HRQs ``serving`` ``hrq``
-    there (``servers``), other than the one named ``besides``, counts every write of what
-    ``hrq`` limits."""
+Kept = Sequence[tuple[Hrq, str, "Object | None"]]
+
+
+def kept_for(namespace: str, above: Sequence[Hrq], held: Lookup) -> Kept:
+    """Each HRQ ``above`` a namespace, the name of its ResourceQuota and that quota there (None:
+    none), looked up once for the namespace's checks."""
+    names = [(hrq, quota_name(hrq.key)) for hrq in above]
+    return [(hrq, name, held.get((namespace, name))) for hrq, name in names]
+
+
+def counted_for(hrq: Hrq, kept: Kept, besides: str | None = None) -> bool:
+    """Whether a ResourceQuota ``kept`` in a namespace for an HRQ above it that counts the same
+    objects and every resource ``hrq`` limits (``hrq`` itself included), other than the one
+    named ``besides``, counts every write of what ``hrq`` limits: each such write is then
+    charged to it, and the webhook judges the charge against ``hrq`` too."""
+    scope = hrq_scope(hrq)
     return any(
-        counting(held.get((namespace, name)) or {}, hrq)
-        for other in serving
-        if (name := quota_name(other.key)) != besides
+        counting(quota or {}, hrq)
+        for other, name, quota in kept
+        if name != besides
+        and other.hard.keys() >= hrq.hard.keys()
+        and (other is hrq or hrq_scope(other) == scope)
     )
 
 
@@ -695,13 +704,12 @@ def awaiting(
         # Nothing can be created in a terminating namespace, and it gets no ResourceQuota.
         if node is None or node.terminating:
             continue
-        chain = chain_of(covering(forest, hrqs, namespace))
-        missing = [
-            f"{quota_name(chain.server(hrq).key)} (for {hrq.ref})"
-            for hrq in chain.above
-            if not counted_for(hrq, namespace, chain.servers[hrq.key], held)
-        ]
-        if missing:
+        above = covering(forest, hrqs, namespace)
+        kept = kept_for(namespace, above, held)
+        waiting = [hrq for hrq in above if not counted_for(hrq, kept)]
+        if waiting:
+            chain = chain_of(above)
+            missing = [f"{quota_name(chain.server(hrq).key)} (for {hrq.ref})" for hrq in waiting]
             found[namespace] = (
                 f"waiting until the ResourceQuotas counting for the hierarchical quotas above "
                 f"namespace {namespace} exist and are counted: {', '.join(missing)}"
@@ -749,9 +757,7 @@ def plan_hrqs(
     one it already has there stays until the other's counts. A namespace being deleted gets no
     new ResourceQuota, but what it still uses counts until it is gone.
     """
-    held = _Remembered(held)
-    chains = _Chains(forest, hrqs)
-    usage = _HeldUsage(held, chains)
+    seen = _Seen(forest, hrqs, held)
     create, replace, statuses = [], [], []
     subtrees: dict[QuotaKey, list[str]] = {}
     wanted: set[QuotaKey] = set()
@@ -768,14 +774,14 @@ def plan_hrqs(
         name, hard = quota_name(key), _counting_hard(hrq)
         uncounted = []
         for namespace in subtrees[key]:
-            chain = chains.of(namespace)
-            current = held.get((namespace, name))
+            chain, kept = seen.chain(namespace), seen.kept(namespace)
+            own = [quota for other, _, quota in kept if other is hrq]
+            # A namespace of its subtree has it on its chain, unless the forest is cut.
+            current = own[0] if own else held.get((namespace, name))
             node = forest.get(namespace)
             serves = chain.serves[hrq.key]
             if chain.dominated[hrq.key]:
-                keep = current is not None and not counted_for(
-                    hrq, namespace, chain.servers[hrq.key], held, name
-                )
+                keep = current is not None and not counted_for(hrq, kept, name)
             else:
                 keep = True
                 if current is None and node is not None and not node.terminating:
@@ -787,9 +793,9 @@ def plan_hrqs(
                     version = (current.get("metadata") or {}).get("resourceVersion")
                     metadata = {**wanted_quota["metadata"], "resourceVersion": version}
                     replace.append({**wanted_quota, "metadata": metadata})
-            if not counted_for(hrq, namespace, chain.servers[hrq.key], held):
+            if not counted_for(hrq, kept):
                 uncounted.append(namespace)
-        status = hrq_status(forest, hrqs, hrq, usage, uncounted)
+        status = hrq_status(forest, hrqs, hrq, seen, uncounted)
         if obj is not None and status_differs(obj, status):
             statuses.append((obj, status))
     delete = []
@@ -825,12 +831,13 @@ def _still_counting(
     if namespace not in forest:
         return False
     counted = counted_quota(quota)
-    chain = chain_of(covering(forest, hrqs, namespace))
+    above = covering(forest, hrqs, namespace)
+    kept = kept_for(namespace, above, held)
     return any(
         hrq_scope(hrq) == counted.scope
         and counted.used.keys() & hrq.hard.keys()
-        and not counted_for(hrq, namespace, chain.servers[hrq.key], held, besides=name)
-        for hrq in chain.above
+        and not counted_for(hrq, kept, besides=name)
+        for hrq in above
     )
 
 
@@ -856,55 +863,37 @@ def missing_quotas(
     return found
 
 
-class _Remembered:
-    """A Lookup that asks the one it wraps once per key: a plan looks up a namespace's
-    ResourceQuotas for each HRQ above it."""
+class _Seen:
+    """What a plan reads of each namespace it plans, worked out once: the HRQs above it (a
+    namespace is in the subtree of each of them the plan plans), the ResourceQuotas kept there
+    for them, and what those count (a Usage). One kept for an HRQ no longer above the namespace
+    is left out: the status then shows the namespace as not counted yet, until the one that
+    takes over counts."""
 
-    def __init__(self, held: Lookup) -> None:
-        self._held = held
-        self._found: dict[QuotaKey, Object | None] = {}
-
-    def get(self, key: QuotaKey, /) -> Object | None:
-        if key not in self._found:
-            self._found[key] = self._held.get(key)
-        return self._found[key]
-
-
-class _Chains:
-    """Each namespace's chain of HRQs, worked out once in a plan: a namespace is in the
-    subtrees of every HRQ above it that the plan plans, and its sums are read for each."""
-
-    def __init__(self, forest: Forest, hrqs: HrqIndex) -> None:
+    def __init__(self, forest: Forest, hrqs: HrqIndex, held: Lookup) -> None:
         self._forest = forest
         self._hrqs = hrqs
-        self._found: dict[str, Chain] = {}
-
-    def of(self, namespace: str) -> Chain:
-        chain = self._found.get(namespace)
-        if chain is None:
-            above = covering(self._forest, self._hrqs, namespace)
-            chain = self._found[namespace] = chain_of(above)
-        return chain
-
-
-class _HeldUsage:
-    """What the kept ResourceQuotas of the HRQs above each namespace count, read when first
-    asked for: a plan of a few HRQs reads only their subtrees'. One kept for an HRQ no longer
-    above a namespace is left out: the status then shows the namespace as not counted yet,
-    until the one that takes over counts."""
-
-    def __init__(self, held: Lookup, chains: _Chains) -> None:
         self._held = held
-        self._chains = chains
-        self._read: dict[str, list[Counted]] = {}
+        self._chains: dict[str, Chain] = {}
+        self._kept: dict[str, Kept] = {}
+        self._counted: dict[str, list[Counted]] = {}
+
+    def chain(self, namespace: str) -> Chain:
+        if namespace not in self._chains:
+            self._chains[namespace] = chain_of(covering(self._forest, self._hrqs, namespace))
+        return self._chains[namespace]
+
+    def kept(self, namespace: str) -> Kept:
+        if namespace not in self._kept:
+            above = self.chain(namespace).above
+            self._kept[namespace] = kept_for(namespace, above, self._held)
+        return self._kept[namespace]
 
     def counted_in(self, namespace: str, /) -> Iterable[Counted]:
-        if namespace not in self._read:
-            above = self._chains.of(namespace).above
-            names = dict.fromkeys(quota_name(hrq.key) for hrq in above)
-            found = (self._held.get((namespace, name)) for name in names)
-            self._read[namespace] = [counted_quota(quota) for quota in found if quota is not None]
-        return self._read[namespace]
+        if namespace not in self._counted:
+            found = (quota for _, _, quota in self.kept(namespace) if quota is not None)
+            self._counted[namespace] = [counted_quota(quota) for quota in found]
+        return self._counted[namespace]
 
 
 def _key(obj: Object) -> QuotaKey:

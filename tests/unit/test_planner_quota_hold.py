@@ -256,9 +256,10 @@ def scanning_hold(
                     continue
         missing = []
         for limit in limits:
-            # Its own ResourceQuota or one of an HRQ that serves it there counts for it.
+            # The ResourceQuota of any HRQ above that counts the same objects (no scope here)
+            # and every resource it limits, its own included, counts for it.
             chain = quota.chain_of(limits)
-            serving = chain.servers[limit.key]
+            serving = [o for o in limits if o.hard.keys() >= limit.hard.keys()]
             counted = False
             for other in serving:
                 name = quota.quota_name(other.key)
