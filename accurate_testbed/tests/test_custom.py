@@ -110,22 +110,27 @@ def test_custom_object_is_pruned_and_defaulted(cluster: Cluster, widgets: str) -
     assert created["metadata"]["generation"] == 1
 
 
-def test_custom_object_type_errors_are_invalid(cluster: Cluster, widgets: str) -> None:
-    ns = cluster.namespace()
+def refused_widget(cluster: Cluster, widgets: str, spec: dict[str, Any]) -> Any:
+    """The error a Widget with this spec is refused with."""
     with pytest.raises(k8s_client.ApiException) as caught:
         request(
             cluster.api_client,
             "POST",
-            collection(ns, widgets),
+            collection(cluster.namespace(), widgets),
             {
                 "apiVersion": f"{GROUP}/v1",
                 "kind": "Widget",
                 "metadata": {"name": "w"},
-                "spec": {"size": "big"},
+                "spec": spec,
             },
         )
-    status = error_of(caught.value)
-    assert caught.value.status == 422
+    return caught.value
+
+
+def test_custom_object_type_errors_are_invalid(cluster: Cluster, widgets: str) -> None:
+    refused = refused_widget(cluster, widgets, {"size": "big"})
+    status = error_of(refused)
+    assert refused.status == 422
     assert status["details"]["causes"][0]["field"] == "spec.size"
     assert "spec.size in body must be of type integer" in status["message"]
 
@@ -134,21 +139,9 @@ def test_an_int_or_string_field_of_another_type_is_invalid(cluster: Cluster, wid
     """apiextensions validates x-kubernetes-int-or-string as the types integer and string
     (validation.go, ConvertJSONSchemaPropsWithPostProcess), so kube-openapi's type error joins
     them."""
-    ns = cluster.namespace()
-    with pytest.raises(k8s_client.ApiException) as caught:
-        request(
-            cluster.api_client,
-            "POST",
-            collection(ns, widgets),
-            {
-                "apiVersion": f"{GROUP}/v1",
-                "kind": "Widget",
-                "metadata": {"name": "w"},
-                "spec": {"replicas": [1]},
-            },
-        )
-    assert caught.value.status == 422
-    message = error_of(caught.value)["message"]
+    refused = refused_widget(cluster, widgets, {"replicas": [1]})
+    assert refused.status == 422
+    message = error_of(refused)["message"]
     assert 'spec.replicas in body must be of type integer,string: "array"' in message
 
 
