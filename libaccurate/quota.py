@@ -761,6 +761,7 @@ def plan_hrqs(
     create, replace, statuses = [], [], []
     subtrees: dict[QuotaKey, list[str]] = {}
     wanted: set[QuotaKey] = set()
+    summed: list[tuple[Hrq, Object | None, list[str]]] = []
     for key in sorted(set(planned)):
         hrq = next((h for h in hrqs.in_namespace(key[0]) if h.name == key[1]), None)
         obj = objects.get(key)
@@ -795,9 +796,7 @@ def plan_hrqs(
                     replace.append({**wanted_quota, "metadata": metadata})
             if not counted_for(hrq, kept):
                 uncounted.append(namespace)
-        status = hrq_status(forest, hrqs, hrq, seen, uncounted)
-        if obj is not None and status_differs(obj, status):
-            statuses.append((obj, status))
+        summed.append((hrq, obj, uncounted))
     delete = []
     for key in sorted(set(former) - wanted):
         quota = held.get(key)
@@ -809,6 +808,12 @@ def plan_hrqs(
                 subtrees.setdefault(owner, []).append(key[0])
             continue
         delete.append((key[0], key[1], (quota.get("metadata") or {}).get("uid")))
+    # The sums are those of the quotas this plan leaves: a deleted one may have recorded more.
+    seen.leaving = {(namespace, name) for namespace, name, _ in delete}
+    for hrq, obj, uncounted in summed:
+        status = hrq_status(forest, hrqs, hrq, seen, uncounted)
+        if obj is not None and status_differs(obj, status):
+            statuses.append((obj, status))
     invalid_first = sorted(statuses, key=lambda pair: _key(pair[0]) not in problems)
     return QuotaPlan(
         tuple(sorted(create, key=_key)),
@@ -877,6 +882,8 @@ class _Seen:
         self._chains: dict[str, Chain] = {}
         self._kept: dict[str, Kept] = {}
         self._counted: dict[str, list[Counted]] = {}
+        # The quotas the plan deletes, left out of what is counted (set before it is read).
+        self.leaving: set[QuotaKey] = set()
 
     def chain(self, namespace: str) -> Chain:
         if namespace not in self._chains:
@@ -891,7 +898,11 @@ class _Seen:
 
     def counted_in(self, namespace: str, /) -> Iterable[Counted]:
         if namespace not in self._counted:
-            found = (quota for _, _, quota in self.kept(namespace) if quota is not None)
+            found = (
+                quota
+                for _, name, quota in self.kept(namespace)
+                if quota is not None and (namespace, name) not in self.leaving
+            )
             self._counted[namespace] = [counted_quota(quota) for quota in found]
         return self._counted[namespace]
 

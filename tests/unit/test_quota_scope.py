@@ -17,7 +17,7 @@ import copy
 import itertools
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bench.keeper import QuotaWorld, key_of, node
@@ -128,6 +128,14 @@ CHANGE = st.tuples(st.sampled_from(KINDS), st.integers(0, 6), st.integers(0, 6))
     ),
     used=st.dictionaries(st.sampled_from(NAMES), st.integers(0, 5)),
     rounds=st.lists(st.tuples(st.lists(CHANGE, min_size=1, max_size=3), st.booleans()), max_size=4),
+)
+# A nearer HRQ takes over n1, whose old quota records a pod the new one's count does not: the
+# pass that deletes the old one sums without it (found by a clean-clone run).
+@example(
+    links={"n0": None, **{name: "n0" for name in NAMES[1:]}},
+    homes=[("n0", "q0", 0)],
+    used={},
+    rounds=[([("set-hrq", 0, 1), ("use", 1, 1)], False), ([("move", 0, 0)], True)],
 )
 def test_a_scoped_pass_leaves_nothing_for_a_whole_one(
     links: dict[str, str | None],
