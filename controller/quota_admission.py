@@ -156,7 +156,7 @@ class QuotaReviews:
             return Verdict(False, f"status.used cannot be read: {error}")
         metadata = new["metadata"]
         namespace, name = str(metadata.get("namespace") or ""), str(metadata["name"])
-        scope = quota.counted_quota(new).scope
+        scope = quota.quota_scope(new)
         with self._lock:
             now = self._clock()
             self._ledger.sync(self._seen, self._sums.names_in)

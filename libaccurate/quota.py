@@ -255,7 +255,7 @@ def scope_key(selector: Mapping[str, Any] | None) -> str:
         return ""
     expressions = [
         {k: (sorted(v) if k == "values" else v) for k, v in term.items() if v not in (None, [])}
-        for term in (selector or {}).get("matchExpressions") or ()
+        for term in selector.get("matchExpressions") or ()
     ]
     if not expressions:
         return ""
@@ -264,6 +264,11 @@ def scope_key(selector: Mapping[str, Any] | None) -> str:
 
 def hrq_scope(hrq: Hrq) -> str:
     return scope_key(hrq.scope_selector)
+
+
+def quota_scope(quota: Object) -> str:
+    """The ``scope_key`` of a ResourceQuota: what it counts."""
+    return scope_key((quota.get("spec") or {}).get("scopeSelector"))
 
 
 class Counted(NamedTuple):
@@ -284,7 +289,7 @@ def counted_quota(quota: Object) -> Counted:
             values[resource] = parse(text)
         except QuantityError:
             continue
-    return Counted(scope_key((quota.get("spec") or {}).get("scopeSelector")), values)
+    return Counted(quota_scope(quota), values)
 
 
 class Usage(Protocol):
@@ -434,9 +439,8 @@ def review_move(
     Every HRQ above the new parent that does not already cover ``name`` gets the moved
     subtree's use on top of its own. What the subtree uses of a resource is read from the
     ResourceQuotas already in it that count the same objects (the same scope, or unscoped); a
-    resource nothing counts there yet is taken as unused, and the
-    HRQ's status reports the excess once the controller has counted it
-    (docs/hierarchical-quotas.md, Moves).
+    resource nothing counts there yet is taken as unused, and the HRQ's status reports the
+    excess once the controller has counted it (docs/hierarchical-quotas.md, Moves).
     """
     if parent is None or parent not in forest:
         return None
@@ -802,7 +806,7 @@ def plan_hrqs(
         quota = held.get(key)
         if quota is None:
             continue
-        if _still_counting(forest, hrqs, held, key, quota):
+        if _still_counting(seen, forest, key, quota):
             owner = hrq_of_quota(quota)
             if owner is not None:
                 subtrees.setdefault(owner, []).append(key[0])
@@ -825,9 +829,7 @@ def plan_hrqs(
     )
 
 
-def _still_counting(
-    forest: Forest, hrqs: HrqIndex, held: Lookup, key: QuotaKey, quota: Object
-) -> bool:
+def _still_counting(seen: _Seen, forest: Forest, key: QuotaKey, quota: Object) -> bool:
     """Whether a kept ResourceQuota no longer wanted (its HRQ is gone, no longer above its
     namespace, or served there by another's) is still the only one counting, in its namespace,
     what an HRQ above limits: it goes only once the one that takes over counts, so that a move,
@@ -835,14 +837,12 @@ def _still_counting(
     namespace, name = key
     if namespace not in forest:
         return False
-    counted = counted_quota(quota)
-    above = covering(forest, hrqs, namespace)
-    kept = kept_for(namespace, above, held)
+    counted, kept = counted_quota(quota), seen.kept(namespace)
     return any(
         hrq_scope(hrq) == counted.scope
         and counted.used.keys() & hrq.hard.keys()
         and not counted_for(hrq, kept, besides=name)
-        for hrq in above
+        for hrq, _, _ in kept
     )
 
 
@@ -928,9 +928,9 @@ def _differs(current: Object, hrq: Hrq, hard: Mapping[str, str], serves: str | N
         return True
     if (metadata.get("annotations") or {}).get(ANNOTATION_SERVES) != serves:
         return True
-    spec = current.get("spec") or {}
-    if counted_quota(current).scope != hrq_scope(hrq):
+    if quota_scope(current) != hrq_scope(hrq):
         return True
+    spec = current.get("spec") or {}
     if spec.get("hard") == hard:
         return False
     try:
